@@ -1,0 +1,37 @@
+/*
+ * engine.c — adil_engine_open / adil_engine_close: checks the host and keeps
+ * the defaults (thread count, backend) that models inherit.
+ */
+#include "engine_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+ADIL_API adil_status adil_engine_open(const adil_host_info *host, const adil_engine_params *params,
+                                      adil_engine **out) {
+    if (!out) return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_engine_open: out is NULL");
+    *out = NULL;
+    adil_status st = adil_check_host(host, ADIL_HOST_MAJOR);
+    if (st != ADIL_OK) return st;
+
+    adil_engine_params p;
+    adil_engine_default_params(&p);
+    st = adil_copy_params(&p, sizeof p, params, sizeof(adil_engine_params), "adil_engine_params");
+    if (st != ADIL_OK) return st;
+
+    const char *backend = p.backend ? p.backend : "auto";
+    if (strcmp(backend, "auto") != 0 && strcmp(backend, "cpu") != 0)
+        return adil_fail(ADIL_STATUS_CAPABILITY,
+                         "adil_engine_open: backend \"%s\" is not built into this engine "
+                         "(available: cpu)", backend);
+
+    adil_engine *engine = calloc(1, sizeof *engine);
+    if (!engine) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_engine_open: out of memory");
+    engine->n_threads = p.n_threads ? p.n_threads : adil_cpu_count();
+    strcpy(engine->backend, "cpu");
+    *out = engine;
+    adil_clear_error();
+    return ADIL_OK;
+}
+
+ADIL_API void adil_engine_close(adil_engine *engine) { free(engine); }
