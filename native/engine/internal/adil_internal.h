@@ -1,0 +1,50 @@
+/*
+ * adil_internal.h — test hooks exported by the engine shared library so the
+ * Python tests can drive internals (GGUF reader, kernels) through cffi.
+ * NOT part of the ABI: no stability promise, no struct_size, may change with
+ * any commit.  Every hook returns an adil_status and sets adil_last_error().
+ */
+#ifndef ADIL_INTERNAL_H
+#define ADIL_INTERNAL_H
+
+#include "adil/adil.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Opens `size` bytes at `data` as a GGUF image and closes it again: ADIL_OK
+ * for a valid file, ADIL_STATUS_MODEL_FORMAT (message in adil_last_error())
+ * for a malformed one. */
+ADIL_API adil_status adil_internal_gguf_check(const void *data, size_t size);
+
+/* Same through the file path (mmap).  ADIL_STATUS_IO when unreadable. */
+ADIL_API adil_status adil_internal_gguf_check_file(const char *path);
+
+/* Bytes of a row of n elements of `type` (0 when unknown / not whole blocks). */
+ADIL_API size_t adil_internal_row_size(uint32_t type, int64_t n);
+
+/* Dequantizes n elements of a row of `type` at src into dst. */
+ADIL_API adil_status adil_internal_dequantize(uint32_t type, const void *src, int64_t n,
+                                              float *dst);
+
+/* Quantizes n floats into a row of `type` (types with a quantizer: F32, F16,
+ * BF16, Q8_0, Q8_K and those with a reference quantizer). */
+ADIL_API adil_status adil_internal_quantize(uint32_t type, const float *src, int64_t n,
+                                            void *dst);
+
+/* *out = vec_dot of a weight row of `type` with the float row x (n elements),
+ * after quantizing x to the type's activation type, as adil_matmul does. */
+ADIL_API adil_status adil_internal_vec_dot(uint32_t type, int64_t n, const void *weight_row,
+                                           const float *x, float *out);
+
+/* y[n_tokens x rows] = x[n_tokens x cols] · Wᵀ on a fresh pool of n_threads. */
+ADIL_API adil_status adil_internal_matmul(uint32_t type, int64_t rows, int64_t cols,
+                                          const void *w, int64_t n_tokens, const float *x,
+                                          float *y, int n_threads);
+
+/* dst[n_ids x cols] = rows ids of W (embedding lookup). */
+ADIL_API adil_status adil_internal_get_rows(uint32_t type, int64_t rows, int64_t cols,
+                                            const void *w, const int32_t *ids, int64_t n_ids,
+                                            float *dst);
+
+#endif /* ADIL_INTERNAL_H */
