@@ -1,0 +1,83 @@
+/*
+ * adil_common.h — internal helpers shared by every engine built from this
+ * tree (the CPU engine and the reference stub).  Not part of the ABI.
+ *
+ * Implemented in native/common/: errors.c (status strings, per-thread last
+ * error), params.c (defaults and struct_size checks), cancel_flag.c, clock.c.
+ */
+#ifndef ADIL_COMMON_H
+#define ADIL_COMMON_H
+
+#include "adil/adil.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- errors ---------------------------------------------------------- */
+
+/* Records a printf-style message as the calling thread's last error and
+ * returns `status`, so that callers can write
+ *     return adil_fail(ADIL_STATUS_MODEL_FORMAT, "gguf: ...: expected %u, got %u", a, b); */
+adil_status adil_fail(adil_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Clears the calling thread's last error (called on entry of ABI functions
+ * that succeed, so adil_last_error() never reports a stale failure). */
+void adil_clear_error(void);
+
+/* ---- params ---------------------------------------------------------- */
+
+/* The 2.0 sizes: the smallest struct_size an engine accepts for each
+ * struct.  A larger struct_size (a newer minor) is accepted; the engine
+ * reads only the fields it knows. */
+#define ADIL_MIN_SIZE_HOST_INFO sizeof(adil_host_info)
+
+/* Copies a caller's params struct into `dst` (already filled with defaults)
+ * after checking its struct_size; returns ADIL_STATUS_INVALID_ARGUMENT with a
+ * message naming `what` when struct_size is smaller than `min_size`.
+ * `src` may be NULL (defaults stay). */
+adil_status adil_copy_params(void *dst, size_t dst_size, const void *src, size_t min_size,
+                             const char *what);
+
+/* Writes an engine-filled struct `src` (of src_size bytes, a full struct of
+ * this tree) into a caller's out struct `dst`, whose struct_size the caller
+ * set: only the first min(dst->struct_size, src_size) bytes are written and
+ * dst->struct_size is kept.  ADIL_STATUS_INVALID_ARGUMENT (naming `what`) for
+ * a NULL dst or a struct_size smaller than `min_size`. */
+adil_status adil_copy_out(void *dst, const void *src, size_t src_size, size_t min_size,
+                          const char *what);
+
+/* Fills a component-info struct with this tree's struct sizes and ABI. */
+void adil_component_fill(adil_component_info *info, uint32_t abi_major, uint32_t abi_minor,
+                         uint32_t host_major_accepted, const char *engine_name,
+                         const char *engine_version, const char *backends,
+                         const char *cpu_features);
+
+/* Checks a host against the major an engine accepts. */
+adil_status adil_check_host(const adil_host_info *host, uint32_t host_major_accepted);
+
+/* ---- cancel flags ---------------------------------------------------- */
+
+struct adil_cancel_flag {
+    atomic_int set;
+};
+
+/* ---- clock ----------------------------------------------------------- */
+
+/* Monotonic milliseconds (CLOCK_MONOTONIC). */
+double adil_now_ms(void);
+
+/* Sleeps min(ms, 1) milliseconds: one slice of a loop that checks flags and
+ * deadlines between slices.  Does nothing for ms <= 0. */
+void adil_sleep_slice_ms(double ms);
+
+/* Sleeps `ms` milliseconds in slices of at most 1 ms, returning early (true)
+ * as soon as cancelled(token) is non-zero.  cancelled may be NULL. */
+bool adil_sleep_ms_cancellable(double ms, adil_cancelled_fn cancelled, void *token);
+
+#endif /* ADIL_COMMON_H */

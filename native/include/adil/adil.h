@@ -1,0 +1,422 @@
+/*
+ * adil.h — the ADIL engine ABI, version 2.
+ *
+ * This header is the whole contract between an ADIL *engine* (a shared library
+ * that exports these symbols) and a *host* that loads it (the Python binding,
+ * the `adil serve` process, or any C program).  Everything an engine exports
+ * is declared here; nothing else is part of the ABI.
+ *
+ * Rules of the ABI
+ *  - adil_abi_version() never changes its signature.  A host calls it before
+ *    resolving any other symbol and refuses an engine whose major differs.
+ *  - Every public struct starts with `struct_size`.  The caller fills it with
+ *    sizeof(the struct it was compiled with); the `*_default_params(&p)`
+ *    functions fill in the defaults and struct_size.  Minor versions only
+ *    append fields; an engine reads only the first struct_size bytes and
+ *    refuses a struct_size smaller than the 2.0 struct.
+ *  - Params are passed by pointer, never by value.
+ *  - Every function returns an adil_status (ADIL_OK == 0) unless stated
+ *    otherwise.  On failure a message for the calling thread is available from
+ *    adil_last_error(); it names what was expected and what was found.
+ *  - An engine never calls exit() or abort() on bad input or bad files.
+ *  - No hidden global state: everything lives in the handles below.  The
+ *    per-thread last-error message is the only thread-local storage.
+ *
+ * Thread safety (unless a function says otherwise)
+ *  - Different handles may be used from different threads at the same time.
+ *  - One handle must not be used from two threads at once, except for the
+ *    functions marked "any thread" (cancellation, flags, info getters).
+ *  - A model serves one run at a time: starting a second run on a model whose
+ *    run is still alive returns ADIL_STATUS_BUSY.
+ */
+#ifndef ADIL_H
+#define ADIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#  define ADIL_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#  define ADIL_API __attribute__((visibility("default")))
+#else
+#  define ADIL_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ===================================================================== *
+ * Versions
+ * ===================================================================== */
+
+#define ADIL_ABI_MAJOR 2
+#define ADIL_ABI_MINOR 0
+/* Packs and unpacks the (major << 16) | minor form of adil_abi_version(). */
+#define ADIL_MAKE_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor) & 0xFFFFu))
+#define ADIL_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)
+#define ADIL_VERSION_MINOR(v) (((uint32_t)(v)) & 0xFFFFu)
+#define ADIL_ABI_VERSION ADIL_MAKE_VERSION(ADIL_ABI_MAJOR, ADIL_ABI_MINOR)
+/* The host major this ABI is for; engines refuse hosts of another major. */
+#define ADIL_HOST_MAJOR 2
+
+/* ===================================================================== *
+ * Opaque handles
+ * ===================================================================== */
+
+typedef struct adil_engine adil_engine;           /* a loaded engine instance, owns backends */
+typedef struct adil_model adil_model;             /* weights + tokenizer, read-only once loaded */
+typedef struct adil_context adil_context;         /* KV cache and sampler state of one sequence */
+typedef struct adil_run adil_run;                 /* one generation; owns its cancelled flag */
+typedef struct adil_grammar adil_grammar;         /* a compiled output constraint */
+typedef struct adil_cancel_flag adil_cancel_flag; /* a flag shared by a run and the tools it leads to */
+
+/* ===================================================================== *
+ * Status codes.  Explicit values; never renumbered.  Each error status maps
+ * onto exactly one error class of the Python SDK (DESIGN §6).
+ * ===================================================================== */
+
+typedef enum adil_status {
+    ADIL_OK = 0,
+    ADIL_STATUS_CANCELLED = 1,          /* stopped because a cancelled flag was set */
+    ADIL_STATUS_DEADLINE = 2,           /* a total or read deadline expired */
+    ADIL_STATUS_BUSY = 3,               /* the model already serves a run */
+    ADIL_STATUS_MODEL_NOT_READY = 4,    /* still loading, or failed */
+    ADIL_STATUS_CONTEXT_LENGTH = 5,     /* prompt + output exceed the context window */
+    ADIL_STATUS_CAPABILITY = 6,         /* the engine or model cannot do this */
+    ADIL_STATUS_OUTPUT_VALIDATION = 7,  /* output does not satisfy its constraint */
+    ADIL_STATUS_MODEL_FORMAT = 8,       /* the model file is malformed */
+    ADIL_STATUS_HOST_REFUSED = 9,       /* the host is not of a major this engine accepts */
+    ADIL_STATUS_INVALID_ARGUMENT = 10,  /* NULL where not allowed, bad size, out of range */
+    ADIL_STATUS_IO = 11,                /* a file could not be opened or read */
+    ADIL_STATUS_OUT_OF_MEMORY = 12,     /* an allocation failed */
+    ADIL_STATUS_INTERNAL = 13           /* a bug in the engine */
+} adil_status;
+
+/* The last status value; hosts use it to check that they map every status. */
+#define ADIL_STATUS_LAST ADIL_STATUS_INTERNAL
+
+/* Why a run stopped (adil_run_stats.stop_reason). */
+typedef enum adil_stop_reason {
+    ADIL_STOP_NONE = 0,           /* still running */
+    ADIL_STOP_END_OF_TEXT = 1,    /* the model wrote an end-of-generation or stop token */
+    ADIL_STOP_MAX_TOKENS = 2,     /* max_tokens reached */
+    ADIL_STOP_CANCELLED = 3,      /* a cancelled flag was seen */
+    ADIL_STOP_DEADLINE_TOTAL = 4, /* total_timeout_ms expired */
+    ADIL_STOP_DEADLINE_READ = 5,  /* read_timeout_ms passed without a token */
+    ADIL_STOP_ERROR = 6           /* a step failed; see its status */
+} adil_stop_reason;
+
+/* ===================================================================== *
+ * Cancellation
+ *
+ * A C-style cancelled-flag function: returns non-zero once the work that
+ * `token` stands for has been cancelled.  Safe to call from any thread, any
+ * number of times, and cheap (one atomic load).  The generation loop polls it
+ * before every token (and between layers of a long prefill); native tools
+ * receive it with its token and should poll it before each side effect.
+ * ===================================================================== */
+
+typedef int (*adil_cancelled_fn)(void *token);
+
+/* The callback type of a native (C) tool.  The host calls it with the JSON
+ * arguments it validated, and with the engine's cancelled-flag function and
+ * the token it is bound to.  The tool writes its JSON result (not NUL
+ * terminated) into result[0 .. result_capacity) and its length to
+ * *result_len; if the result does not fit it writes the needed length and
+ * returns ADIL_STATUS_INVALID_ARGUMENT so the host can call again with more
+ * room.  A tool that notices cancellation returns ADIL_STATUS_CANCELLED. */
+typedef adil_status (*adil_native_tool_fn)(void *user_data,
+                                           const char *arguments_json, size_t arguments_len,
+                                           adil_cancelled_fn cancelled, void *cancel_token,
+                                           char *result, size_t result_capacity,
+                                           size_t *result_len);
+
+/* ===================================================================== *
+ * Component set: what the engine is, and what the host is.
+ * ===================================================================== */
+
+typedef struct adil_component_info {
+    uint32_t struct_size;
+    uint32_t abi_major;            /* == ADIL_VERSION_MAJOR(adil_abi_version()) */
+    uint32_t abi_minor;
+    uint32_t host_major_accepted;  /* hosts of another major are refused */
+    const char *engine_name;       /* e.g. "adil-cpu", "adil-stub" */
+    const char *engine_version;    /* the engine's own version string */
+    const char *backends;          /* comma-separated backends built in, e.g. "cpu" */
+    const char *cpu_features;      /* comma-separated CPU features in use, e.g. "avx2,fma" */
+    /* sizeof() each public struct as the engine was compiled; hosts refuse
+     * an engine whose sizes disagree with their own. */
+    uint32_t size_host_info;
+    uint32_t size_engine_params;
+    uint32_t size_model_params;
+    uint32_t size_model_info;
+    uint32_t size_context_params;
+    uint32_t size_sampling_params;
+    uint32_t size_run_params;
+    uint32_t size_run_stats;
+} adil_component_info;
+
+typedef struct adil_host_info {
+    uint32_t struct_size;
+    uint32_t host_major;           /* must be ADIL_HOST_MAJOR */
+    uint32_t host_minor;
+    const char *host_name;         /* e.g. "adil-python" */
+    const char *host_version;      /* e.g. "0.1.0" */
+} adil_host_info;
+
+/* The one function that never changes: (major << 16) | minor.  Any thread. */
+ADIL_API uint32_t adil_abi_version(void);
+
+/* Static information about this engine library.  Returns a pointer owned by
+ * the library, valid until it is unloaded; never NULL.  Any thread. */
+ADIL_API const adil_component_info *adil_component(void);
+
+/* ===================================================================== *
+ * Errors
+ * ===================================================================== */
+
+/* A constant English name for a status ("busy", "model_not_ready", ...).
+ * Unknown values give "unknown".  Never NULL.  Any thread. */
+ADIL_API const char *adil_status_string(adil_status status);
+
+/* The message of the last failure on the calling thread, or "" if none.
+ * Owned by the library; valid until the next ADIL call on this thread. */
+ADIL_API const char *adil_last_error(void);
+
+/* ===================================================================== *
+ * Engine
+ * ===================================================================== */
+
+typedef struct adil_engine_params {
+    uint32_t struct_size;
+    uint32_t n_threads;            /* default thread count for models; 0 = number of cores */
+    const char *backend;           /* "cpu", "cuda" or "auto"; NULL = "auto" */
+} adil_engine_params;
+
+ADIL_API void adil_engine_default_params(adil_engine_params *out);
+
+/* Opens an engine for `host`.  `params` may be NULL (defaults).
+ * Returns ADIL_STATUS_HOST_REFUSED if host->host_major is not accepted,
+ * ADIL_STATUS_INVALID_ARGUMENT for NULL host/out or a struct_size smaller than
+ * the version-2.0 struct.  On success *out owns the engine; free it with
+ * adil_engine_close. */
+ADIL_API adil_status adil_engine_open(const adil_host_info *host,
+                                      const adil_engine_params *params,
+                                      adil_engine **out);
+
+/* Closes an engine.  All its models must be freed first.  NULL is a no-op. */
+ADIL_API void adil_engine_close(adil_engine *engine);
+
+/* ===================================================================== *
+ * Models
+ * ===================================================================== */
+
+typedef struct adil_model_params {
+    uint32_t struct_size;
+    uint32_t n_threads;            /* 0 = the engine's default */
+    uint32_t use_mmap;             /* non-zero: map the file (default 1) */
+} adil_model_params;
+
+ADIL_API void adil_model_default_params(adil_model_params *out);
+
+typedef struct adil_model_info {
+    uint32_t struct_size;
+    const char *architecture;      /* "gemma3", "llama", "stub", ...; owned by the model */
+    const char *name;              /* general.name or the file name; owned by the model */
+    const char *chat_template;     /* Jinja source, or NULL when the file has none */
+    uint32_t n_vocab;
+    uint32_t n_ctx_train;          /* context length the model was trained for */
+    int32_t bos_token;             /* -1 when none */
+    int32_t eos_token;             /* -1 when none */
+    int32_t eot_token;             /* end of turn, -1 when none */
+    uint32_t add_bos;              /* non-zero: the tokenizer adds BOS by default */
+    uint64_t n_params;
+    uint64_t size_bytes;           /* bytes of weights */
+    uint32_t n_threads;
+} adil_model_info;
+
+/* Loads a model file.  `params` may be NULL.  Returns ADIL_STATUS_IO when the
+ * file cannot be read, ADIL_STATUS_MODEL_FORMAT (message naming the field and
+ * offset) when it is malformed, ADIL_STATUS_CAPABILITY for an architecture or
+ * weight type this engine cannot run.  *out must be freed with
+ * adil_model_free before its engine is closed. */
+ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path,
+                                     const adil_model_params *params, adil_model **out);
+
+ADIL_API void adil_model_free(adil_model *model);
+
+/* Fills `out` (whose struct_size the caller sets) with what the model is.
+ * Strings stay owned by the model. */
+ADIL_API adil_status adil_model_get_info(const adil_model *model, adil_model_info *out);
+
+/* ADIL_OK when the model can serve runs; ADIL_STATUS_MODEL_NOT_READY while it
+ * is still loading or after it failed.  Any thread. */
+ADIL_API adil_status adil_model_ready(const adil_model *model);
+
+/* ===================================================================== *
+ * Tokens
+ * ===================================================================== */
+
+/* add_bos: -1 = as the model asks (adil_model_info.add_bos), 0 = no, 1 = yes.
+ * parse_special: non-zero = text such as "<start_of_turn>" becomes its special
+ * token.  Writes at most `capacity` ids into `tokens` and the number the text
+ * needs into *n_tokens; the caller calls again with more room when
+ * *n_tokens > capacity.  `tokens` may be NULL when capacity is 0. */
+ADIL_API adil_status adil_tokenize(const adil_model *model, const char *text, size_t text_len,
+                                   int32_t add_bos, int32_t parse_special,
+                                   int32_t *tokens, size_t capacity, size_t *n_tokens);
+
+/* The bytes of one token (not NUL terminated; may be part of a UTF-8
+ * character).  Writes at most `capacity` bytes and the needed length into
+ * *n_bytes.  Control tokens give their text only when `special` is non-zero.
+ * ADIL_STATUS_INVALID_ARGUMENT for an id outside [0, n_vocab). */
+ADIL_API adil_status adil_token_to_piece(const adil_model *model, int32_t token, int32_t special,
+                                         char *buf, size_t capacity, size_t *n_bytes);
+
+/* ===================================================================== *
+ * Grammar: a JSON-schema subset compiled into a token-level constraint.
+ * ===================================================================== */
+
+/* Compiles `schema_json` for `model`'s vocabulary.  ADIL_STATUS_CAPABILITY
+ * when the engine has no grammar support or the schema uses something
+ * outside the subset (the message names the JSON Pointer).  Free with
+ * adil_grammar_free. */
+ADIL_API adil_status adil_grammar_compile(const adil_model *model, const char *schema_json,
+                                          size_t schema_len, adil_grammar **out);
+
+ADIL_API void adil_grammar_free(adil_grammar *grammar);
+
+/* ===================================================================== *
+ * Contexts: one sequence's KV cache and sampler state.
+ * ===================================================================== */
+
+typedef struct adil_context_params {
+    uint32_t struct_size;
+    uint32_t n_ctx;                /* context window in tokens; 0 = the model's n_ctx_train, capped at 4096 */
+    uint32_t n_batch;              /* prompt tokens per prefill batch; 0 = 512 */
+    uint32_t n_threads;            /* 0 = the model's */
+} adil_context_params;
+
+ADIL_API void adil_context_default_params(adil_context_params *out);
+
+ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_params *params,
+                                      adil_context **out);
+
+/* Frees a context.  Its runs must be freed first.  NULL is a no-op. */
+ADIL_API void adil_context_free(adil_context *ctx);
+
+/* The context window in tokens. */
+ADIL_API uint32_t adil_context_size(const adil_context *ctx);
+
+/* Teacher-forced logits: evaluates `tokens` from an empty cache and writes
+ * n_tokens * n_vocab floats (row i = the distribution after tokens[0..i])
+ * into `logits`, whose capacity in floats is `capacity`.
+ * ADIL_STATUS_CONTEXT_LENGTH when n_tokens exceeds the window,
+ * ADIL_STATUS_INVALID_ARGUMENT when capacity is too small,
+ * ADIL_STATUS_CAPABILITY for an engine without logits (the stub). */
+ADIL_API adil_status adil_context_logits(adil_context *ctx, const int32_t *tokens, size_t n_tokens,
+                                         float *logits, size_t capacity);
+
+/* ===================================================================== *
+ * Runs: one generation, stepped in batches.
+ * ===================================================================== */
+
+typedef struct adil_sampling_params {
+    uint32_t struct_size;
+    float temperature;             /* 0 = greedy (default 0.8) */
+    int32_t top_k;                 /* <= 0: off (default 40) */
+    float top_p;                   /* 1 = off (default 0.95) */
+    float min_p;                   /* 0 = off (default 0.05) */
+    float repeat_penalty;          /* 1 = off (default 1.0) */
+    int32_t repeat_last_n;         /* window of the penalty (default 64) */
+    uint64_t seed;                 /* same seed, same tokens (default 0) */
+} adil_sampling_params;
+
+ADIL_API void adil_sampling_default_params(adil_sampling_params *out);
+
+typedef struct adil_run_params {
+    uint32_t struct_size;
+    uint32_t max_tokens;                   /* 0 = up to the end of the context */
+    const adil_sampling_params *sampling;  /* NULL = defaults */
+    const adil_grammar *grammar;           /* NULL = unconstrained; must outlive the run */
+    adil_cancel_flag *cancel_flag;         /* NULL = only the run's own flag */
+    const int32_t *stop_tokens;            /* extra stop tokens besides EOS/EOT; may be NULL */
+    size_t n_stop_tokens;
+    uint32_t total_timeout_ms;             /* 0 = none; counted from adil_run_start */
+    uint32_t read_timeout_ms;              /* 0 = none; longest wait for one token */
+    uint32_t step_budget_ms;               /* a step returns once it has a token and this
+                                              much time passed; 0 = 20 ms */
+} adil_run_params;
+
+ADIL_API void adil_run_default_params(adil_run_params *out);
+
+typedef struct adil_run_stats {
+    uint32_t struct_size;
+    uint32_t stop_reason;          /* adil_stop_reason */
+    uint32_t n_prompt_tokens;
+    uint32_t n_cached_tokens;      /* prompt tokens reused from the KV cache */
+    uint32_t n_generated;
+    uint32_t cancel_acknowledged;  /* non-zero: a cancel was seen, even if the answer was still returned */
+    double prefill_ms;
+    double decode_ms;
+} adil_run_stats;
+
+/* Starts a generation that continues `prompt` on `ctx`.  The context keeps
+ * the longest common prefix of its cache and evaluates the rest (prefill
+ * happens in the first step).
+ * Returns ADIL_STATUS_BUSY when the model already has a live run,
+ * ADIL_STATUS_MODEL_NOT_READY, ADIL_STATUS_CONTEXT_LENGTH (message with both
+ * numbers) when n_prompt + max_tokens exceeds the window,
+ * ADIL_STATUS_INVALID_ARGUMENT for an empty prompt or an id out of range.
+ * The prompt is copied.  Free *out with adil_run_free. */
+ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, size_t n_prompt,
+                                    const adil_run_params *params, adil_run **out);
+
+/* Produces up to `capacity` tokens into `tokens` and their count into
+ * *n_tokens.  Returns once it has `capacity` tokens, or at least one token
+ * and step_budget_ms passed, or the run stopped.  A step returns zero tokens
+ * only when the run has stopped (see adil_run_get_stats).
+ * Returns ADIL_OK, or the status that stopped the run: ADIL_STATUS_CANCELLED,
+ * ADIL_STATUS_DEADLINE, or an error.  Tokens written before the stop are
+ * still counted in *n_tokens and belong to the output.  Stepping a stopped
+ * run returns ADIL_OK with zero tokens. */
+ADIL_API adil_status adil_run_step(adil_run *run, int32_t *tokens, size_t capacity, size_t *n_tokens);
+
+/* Sets the run's own cancelled flag.  Any thread, any time, idempotent; the
+ * run stops before its next token. */
+ADIL_API void adil_run_cancel(adil_run *run);
+
+/* The engine's cancelled-flag function bound to a run: pass (adil_run_cancelled,
+ * run) as (adil_cancelled_fn, token).  Non-zero when the run's own flag or its
+ * cancel_flag is set.  Any thread. */
+ADIL_API int adil_run_cancelled(void *run);
+
+ADIL_API adil_status adil_run_get_stats(const adil_run *run, adil_run_stats *out);
+
+/* Frees a run (cancelling it first if it is still going) and lets the model
+ * take the next run.  NULL is a no-op. */
+ADIL_API void adil_run_free(adil_run *run);
+
+/* ===================================================================== *
+ * Cancel flags: one flag for a whole piece of work (a generation and the
+ * tools it leads to), settable from any thread.
+ * ===================================================================== */
+
+ADIL_API adil_status adil_cancel_flag_new(adil_cancel_flag **out);
+
+/* Sets the flag.  Any thread; idempotent; async-signal-safe. */
+ADIL_API void adil_cancel_flag_set(adil_cancel_flag *flag);
+
+/* The cancelled-flag function for a flag: pass (adil_cancel_flag_is_set, flag)
+ * as (adil_cancelled_fn, token).  Any thread. */
+ADIL_API int adil_cancel_flag_is_set(void *flag);
+
+ADIL_API void adil_cancel_flag_free(adil_cancel_flag *flag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ADIL_H */

@@ -1,0 +1,76 @@
+"""ADIL Edge SDK: run a language model in-process through a versioned C
+engine, and drive it as an agent with tools, confirmations, cancellation,
+deadlines and typed errors.
+
+    import adil
+    engine = adil.Engine.open()                      # the bundled CPU engine
+    model = engine.load_model(adil.models.path("gemma3-270m"))
+    print(model.complete("The capital of France is", max_tokens=16).text)
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+# from . import models  (lands with the engine work)
+from ._binding import ENGINE_LIBRARY, STUB_LIBRARY
+# from .agent import Agent, AgentHandle, DisplayField, Proposal, RunOutcome, ToolCall
+from .cancel import CancelToken
+from .engine import Engine, EngineInfo, Model, ModelInfo
+from .errors import (
+    AdilError,
+    BusyError,
+    CancelledError,
+    CapabilityError,
+    ComponentRefusedError,
+    ContextLengthError,
+    DeadlineError,
+    EngineInternalError,
+    EngineMemoryError,
+    InvalidArgumentError,
+    ModelFileError,
+    ModelFormatError,
+    ModelNotReadyError,
+    OutputValidationError,
+    PermissionDeniedError,
+    ServiceConnectionError,
+    ToolSchemaError,
+)
+from .generation import Completion, Generation, Piece, Stats
+from .sampling import Sampling
+from .timeouts import Timeout
+# from .tools import Tool, ToolContext, tool
+
+__all__ = [
+    "AdilError",
+    "BusyError",
+    "CancelToken",
+    "CancelledError",
+    "CapabilityError",
+    "Completion",
+    "ComponentRefusedError",
+    "ContextLengthError",
+    "DeadlineError",
+    "ENGINE_LIBRARY",
+    "Engine",
+    "EngineInfo",
+    "EngineInternalError",
+    "EngineMemoryError",
+    "Generation",
+    "InvalidArgumentError",
+    "Model",
+    "ModelFileError",
+    "ModelFormatError",
+    "ModelInfo",
+    "ModelNotReadyError",
+    "OutputValidationError",
+    "PermissionDeniedError",
+    "Piece",
+    "STUB_LIBRARY",
+    "Sampling",
+    "ServiceConnectionError",
+    "Stats",
+    "Timeout",
+    "ToolSchemaError",
+    "__version__",
+]

@@ -1,0 +1,208 @@
+"""The cffi binding: declarations, loading an engine by path, and the
+version-2 component check.  Policy lives in the modules above this one.
+
+Loading follows DESIGN §2: dlopen the file, read ``adil_abi_version()``
+before resolving any other symbol, then check every required symbol and the
+engine's struct sizes.  Anything wrong raises
+:class:`~adil.errors.ComponentRefusedError` naming the file, what was found
+and what was expected; the process never crashes and can load another
+engine afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import cffi
+
+from ._cdef import CDEF
+from .errors import STATUS_ERRORS, ComponentRefusedError, DeadlineError
+
+__all__ = [
+    "ENGINE_LIBRARY",
+    "HOST_MAJOR",
+    "HOST_MINOR",
+    "Library",
+    "STUB_LIBRARY",
+    "check",
+    "ffi",
+    "library_dir",
+    "open_library",
+]
+
+ffi = cffi.FFI()
+ffi.cdef(CDEF)
+
+# The binding speaks ABI 2 and needs at least this minor of it.
+ABI_MAJOR = 2
+ABI_MINOR_REQUIRED = 0
+# What this host tells engines about itself.
+HOST_MAJOR = 2
+HOST_MINOR = 0
+HOST_NAME = "adil-python"
+
+# Every function of the header: an engine must export all of them.
+REQUIRED_SYMBOLS: tuple[str, ...] = tuple(
+    dict.fromkeys(re.findall(r"^(?!typedef)[^\n]*?\b(adil_\w+)\(", CDEF, flags=re.M))
+)
+# component-info field -> the struct whose size it reports.
+STRUCT_SIZE_FIELDS: dict[str, str] = {
+    "size_host_info": "adil_host_info",
+    "size_engine_params": "adil_engine_params",
+    "size_model_params": "adil_model_params",
+    "size_model_info": "adil_model_info",
+    "size_context_params": "adil_context_params",
+    "size_sampling_params": "adil_sampling_params",
+    "size_run_params": "adil_run_params",
+    "size_run_stats": "adil_run_stats",
+}
+
+_LIBRARY_NAMES = {"engine": "libadil_engine.so", "stub": "libadil_stub.so"}
+
+
+def library_dir() -> Path:
+    """Where the bundled libraries are: $ADIL_LIBRARY_DIR, else the package."""
+    override = os.environ.get("ADIL_LIBRARY_DIR")
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parent / "_lib"
+
+
+ENGINE_LIBRARY = str(library_dir() / _LIBRARY_NAMES["engine"])
+STUB_LIBRARY = str(library_dir() / _LIBRARY_NAMES["stub"])
+
+
+@dataclass(frozen=True)
+class Library:
+    """An engine library that passed the version-2 check."""
+
+    path: str
+    lib: Any  # the cffi library object
+    abi_major: int
+    abi_minor: int
+    host_major_accepted: int
+    engine_name: str
+    engine_version: str
+    backends: tuple[str, ...]
+    cpu_features: tuple[str, ...]
+
+
+_cache: dict[str, Library] = {}
+_cache_lock = threading.Lock()
+
+
+def open_library(path: str | os.PathLike[str]) -> Library:
+    """Loads and checks the engine at `path` (once per real path)."""
+    real = os.path.realpath(os.fspath(path))
+    with _cache_lock:
+        cached = _cache.get(real)
+        if cached is None:
+            cached = _cache[real] = _load_checked(os.fspath(path), real)
+        return cached
+
+
+def _refuse(path: str, found: str, expected: str) -> NoReturn:
+    raise ComponentRefusedError(
+        f"engine library {path} refused: found {found}; expected {expected}",
+        code="library_refused",
+    )
+
+
+def _load_checked(path: str, real: str) -> Library:
+    if not os.path.exists(real):
+        _refuse(path, "no such file", "an ADIL version-2 engine library")
+    try:
+        lib = ffi.dlopen(real, ffi.RTLD_NOW | ffi.RTLD_LOCAL)
+    except OSError as exc:
+        raise ComponentRefusedError(
+            f"engine library {path} refused: found a file the dynamic loader cannot load "
+            f"({exc}); expected an ADIL version-2 engine shared library",
+            code="library_refused",
+        ) from exc
+    try:
+        return _check_component(path, lib)
+    except ComponentRefusedError:
+        ffi.dlclose(lib)
+        raise
+
+
+def _check_component(path: str, lib: Any) -> Library:
+    # The version comes first: nothing else is resolved before it is known.
+    try:
+        version_fn = lib.adil_abi_version
+    except AttributeError:
+        _refuse(path, "a shared library that does not export adil_abi_version",
+                "an ADIL engine")
+    version = int(version_fn())
+    major, minor = version >> 16, version & 0xFFFF
+    if major != ABI_MAJOR or minor < ABI_MINOR_REQUIRED:
+        _refuse(path, f"ABI version {major}.{minor}",
+                f"ABI version {ABI_MAJOR}.x with x >= {ABI_MINOR_REQUIRED}")
+    missing = [name for name in REQUIRED_SYMBOLS if not _has_symbol(lib, name)]
+    if missing:
+        _refuse(path, f"ABI {major}.{minor} without the symbol(s) {', '.join(missing)}",
+                "every function of the version-2 ABI")
+    info = lib.adil_component()
+    if info == ffi.NULL or info.struct_size < ffi.sizeof("adil_component_info"):
+        _refuse(path, "no or a short component info", "adil_component_info of ABI 2")
+    if (info.abi_major, info.abi_minor) != (major, minor):
+        _refuse(path, f"component info saying ABI {info.abi_major}.{info.abi_minor}",
+                f"the ABI of adil_abi_version(), {major}.{minor}")
+    for field, struct in STRUCT_SIZE_FIELDS.items():
+        theirs, ours = int(getattr(info, field)), ffi.sizeof(struct)
+        if theirs != ours:
+            _refuse(path, f"sizeof({struct}) = {theirs}", f"{ours} (this binding's ABI 2 struct)")
+    return Library(
+        path=path,
+        lib=lib,
+        abi_major=major,
+        abi_minor=minor,
+        host_major_accepted=int(info.host_major_accepted),
+        engine_name=_string(info.engine_name),
+        engine_version=_string(info.engine_version),
+        backends=_list(info.backends),
+        cpu_features=_list(info.cpu_features),
+    )
+
+
+def _has_symbol(lib: Any, name: str) -> bool:
+    try:
+        getattr(lib, name)
+    except AttributeError:
+        return False
+    return True
+
+
+def _string(ptr: Any) -> str:
+    return "" if ptr == ffi.NULL else ffi.string(ptr).decode("utf-8", "replace")
+
+
+def _list(ptr: Any) -> tuple[str, ...]:
+    return tuple(item for item in _string(ptr).split(",") if item)
+
+
+_DEADLINE_LIMITS = {4: "total", 5: "read"}  # adil_stop_reason -> Timeout field
+
+
+def check(lib: Any, status: int, *, stop_reason: int = 0) -> None:
+    """Raises the error class of `status` (see errors.STATUS_ERRORS) with the
+    engine's per-thread message; returns for ADIL_OK."""
+    if status == 0:
+        return
+    message = _string(lib.adil_last_error()) or _string(lib.adil_status_string(status))
+    cls = STATUS_ERRORS.get(status)
+    if cls is None:
+        raise ComponentRefusedError(
+            f"engine returned unknown status {status}: {message}", code="library_refused"
+        )
+    if cls is ComponentRefusedError:
+        raise ComponentRefusedError(message, code="host_refused")
+    if cls is DeadlineError:
+        limit = _DEADLINE_LIMITS.get(stop_reason, "total")
+        raise DeadlineError(message, limit=limit)  # type: ignore[arg-type]
+    raise cls(message)

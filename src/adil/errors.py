@@ -1,0 +1,242 @@
+"""The ADIL error hierarchy.
+
+Every exception the SDK raises derives from :class:`AdilError` and carries a
+stable ``code``; branch on the class or the code, never on the message::
+
+    AdilError                      code
+    ├── ServiceConnectionError     connection_error
+    ├── DeadlineError              timeout            (.limit: connect | read | total)
+    ├── ModelNotReadyError         model_not_ready
+    ├── ContextLengthError         context_length_exceeded
+    ├── CapabilityError            unsupported_capability
+    ├── OutputValidationError      output_validation_failed  (.location)
+    ├── BusyError                  busy
+    ├── PermissionDeniedError      permission_denied
+    ├── ComponentRefusedError      library_refused | host_refused
+    ├── ToolSchemaError            tool_schema_invalid       (.location)
+    ├── ModelFormatError           model_format_invalid
+    ├── ModelFileError             model_file_unreadable
+    ├── CancelledError             cancelled
+    ├── InvalidArgumentError       invalid_argument
+    ├── EngineMemoryError          out_of_memory
+    └── EngineInternalError        internal_error
+
+HTTP-path errors also carry ``.status`` (the HTTP status) and
+``.request_id``; both are ``None`` in-process.
+
+Each engine status code (``adil_status`` in ``adil.h``) maps onto exactly one
+class: :data:`STATUS_ERRORS`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+__all__ = [
+    "AdilError",
+    "BusyError",
+    "CancelledError",
+    "CapabilityError",
+    "ComponentRefusedError",
+    "ContextLengthError",
+    "DeadlineError",
+    "EngineInternalError",
+    "EngineMemoryError",
+    "InvalidArgumentError",
+    "ModelFileError",
+    "ModelFormatError",
+    "ModelNotReadyError",
+    "OutputValidationError",
+    "PermissionDeniedError",
+    "STATUS_ERRORS",
+    "ServiceConnectionError",
+    "ToolSchemaError",
+    "error_for_code",
+]
+
+
+class AdilError(Exception):
+    """Base class of every SDK error; ``code`` is stable, the message is not."""
+
+    code: ClassVar[str] = "adil_error"
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        status: int | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.request_id = request_id
+
+    def __str__(self) -> str:
+        text = self.message or self.code
+        if self.request_id:
+            text += f" (request id {self.request_id})"
+        return text
+
+
+class ServiceConnectionError(AdilError):
+    """The local service is not reachable, or the connection dropped."""
+
+    code = "connection_error"
+
+    def __init__(self, message: str = "", *, refused: bool = False, **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.refused = refused
+
+
+DeadlineLimit = Literal["connect", "read", "total"]
+
+
+class DeadlineError(AdilError):
+    """A connect, read or total deadline expired; ``limit`` says which."""
+
+    code = "timeout"
+
+    def __init__(self, message: str = "", *, limit: DeadlineLimit = "total", **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.limit: DeadlineLimit = limit
+
+
+class ModelNotReadyError(AdilError):
+    """The model is still loading, or the service failed."""
+
+    code = "model_not_ready"
+
+
+class ContextLengthError(AdilError):
+    """Prompt plus output exceed the context window."""
+
+    code = "context_length_exceeded"
+
+
+class CapabilityError(AdilError):
+    """The engine or model cannot do this (forcing a tool, n > 1, images...)."""
+
+    code = "unsupported_capability"
+
+
+class OutputValidationError(AdilError):
+    """Structured output was invalid JSON, broke the schema, or was truncated."""
+
+    code = "output_validation_failed"
+
+    def __init__(self, message: str = "", *, location: str | None = None, **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.location = location
+
+
+class BusyError(AdilError):
+    """The model or service handles one operation at a time."""
+
+    code = "busy"
+
+
+class PermissionDeniedError(AdilError):
+    """A request came from a browser page that is not allowed."""
+
+    code = "permission_denied"
+
+
+class ComponentRefusedError(AdilError):
+    """The engine or host is not the expected version-2 component set.
+
+    ``code`` is ``library_refused`` (the engine library was refused by the
+    host) or ``host_refused`` (the engine refused the host)."""
+
+    code: str = "library_refused"  # type: ignore[misc]
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        code: Literal["library_refused", "host_refused"] = "library_refused",
+        **kw: object,
+    ) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.code = code
+
+
+class ToolSchemaError(AdilError):
+    """A tool definition was refused at registration; ``location`` is the
+    JSON Pointer of the offending keyword."""
+
+    code = "tool_schema_invalid"
+
+    def __init__(self, message: str = "", *, location: str | None = None, **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.location = location
+
+
+class ModelFormatError(AdilError):
+    """The model file (or stub script) is malformed."""
+
+    code = "model_format_invalid"
+
+
+class ModelFileError(AdilError):
+    """The model file cannot be opened or read."""
+
+    code = "model_file_unreadable"
+
+
+class CancelledError(AdilError):
+    """The operation stopped because it was cancelled."""
+
+    code = "cancelled"
+
+
+class InvalidArgumentError(AdilError):
+    """An argument is out of range or of the wrong kind."""
+
+    code = "invalid_argument"
+
+
+class EngineMemoryError(AdilError):
+    """The engine could not allocate memory."""
+
+    code = "out_of_memory"
+
+
+class EngineInternalError(AdilError):
+    """A bug in the engine."""
+
+    code = "internal_error"
+
+
+# adil_status value -> the one class that stands for it (ADIL_OK has none).
+STATUS_ERRORS: dict[int, type[AdilError]] = {
+    1: CancelledError,  # ADIL_STATUS_CANCELLED
+    2: DeadlineError,  # ADIL_STATUS_DEADLINE
+    3: BusyError,  # ADIL_STATUS_BUSY
+    4: ModelNotReadyError,  # ADIL_STATUS_MODEL_NOT_READY
+    5: ContextLengthError,  # ADIL_STATUS_CONTEXT_LENGTH
+    6: CapabilityError,  # ADIL_STATUS_CAPABILITY
+    7: OutputValidationError,  # ADIL_STATUS_OUTPUT_VALIDATION
+    8: ModelFormatError,  # ADIL_STATUS_MODEL_FORMAT
+    9: ComponentRefusedError,  # ADIL_STATUS_HOST_REFUSED
+    10: InvalidArgumentError,  # ADIL_STATUS_INVALID_ARGUMENT
+    11: ModelFileError,  # ADIL_STATUS_IO
+    12: EngineMemoryError,  # ADIL_STATUS_OUT_OF_MEMORY
+    13: EngineInternalError,  # ADIL_STATUS_INTERNAL
+}
+
+_BY_CODE: dict[str, type[AdilError]] = {cls.code: cls for cls in STATUS_ERRORS.values()}
+_BY_CODE.update(
+    {
+        ServiceConnectionError.code: ServiceConnectionError,
+        PermissionDeniedError.code: PermissionDeniedError,
+        ToolSchemaError.code: ToolSchemaError,
+        "host_refused": ComponentRefusedError,
+    }
+)
+
+
+def error_for_code(code: str) -> type[AdilError]:
+    """The class for a stable code (used by the service client); unknown
+    codes give :class:`AdilError` itself."""
+    return _BY_CODE.get(code, AdilError)

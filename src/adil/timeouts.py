@@ -1,0 +1,86 @@
+"""Deadlines: :class:`Timeout` (what a caller asks for) and :class:`Deadline`
+(one operation's running clock against it).
+
+``connect``: longest wait to reach the service (service path only).
+``read``: longest silence between two tokens or events.
+``total``: the whole operation, tool time and retries included.
+All in seconds; ``None`` means no limit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .errors import DeadlineError
+
+__all__ = ["Clock", "Deadline", "Timeout"]
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timeout:
+    """Per-phase limits in seconds; ``None`` means no limit."""
+
+    connect: float | None = None
+    read: float | None = None
+    total: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "read", "total"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"Timeout.{name} must be a positive number of seconds, got {value!r}")
+
+    def merged(self, override: Timeout | None) -> Timeout:
+        """This timeout with the fields that `override` sets replaced."""
+        if override is None:
+            return self
+        return Timeout(
+            connect=override.connect if override.connect is not None else self.connect,
+            read=override.read if override.read is not None else self.read,
+            total=override.total if override.total is not None else self.total,
+        )
+
+
+@dataclass
+class Deadline:
+    """The running clock of one operation against a :class:`Timeout`."""
+
+    timeout: Timeout
+    clock: Clock = field(default=time.monotonic)
+    started: float = 0.0
+
+    @classmethod
+    def start(cls, timeout: Timeout | None, clock: Clock = time.monotonic) -> Deadline:
+        return cls(timeout or Timeout(), clock, clock())
+
+    def elapsed(self) -> float:
+        return self.clock() - self.started
+
+    def remaining(self) -> float | None:
+        """Seconds left of the total, or ``None`` when there is no total."""
+        if self.timeout.total is None:
+            return None
+        return self.timeout.total - self.elapsed()
+
+    def expired(self) -> bool:
+        left = self.remaining()
+        return left is not None and left <= 0
+
+    def check(self) -> None:
+        """Raises :class:`DeadlineError` (limit ``total``) once expired."""
+        if self.expired():
+            raise DeadlineError(
+                f"total timeout of {self.timeout.total} s expired", limit="total"
+            )
+
+    def bounded(self, limit: float | None) -> float | None:
+        """`limit` cut down to what remains of the total (either may be None)."""
+        left = self.remaining()
+        if left is None:
+            return limit
+        left = max(left, 0.0)
+        return left if limit is None else min(limit, left)
