@@ -1,0 +1,88 @@
+"""Shared fixtures: the stub engine, stub scripts, and the mismatched
+engine variants that the refusal tests load (built once per session with
+CMake from this checkout)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import adil
+
+ROOT = Path(__file__).resolve().parent.parent
+VARIANTS = ("abi1", "abi3", "missing_symbol", "bad_struct_size", "refuses_host")
+
+
+@pytest.fixture(scope="session")
+def stub_engine() -> adil.Engine:
+    return adil.Engine.open(library=adil.STUB_LIBRARY)
+
+
+@pytest.fixture
+def write_script(tmp_path: Path) -> Callable[..., str]:
+    """Writes a stub script (DESIGN §4) and returns its path."""
+    counter = iter(range(10**6))
+
+    def write(script: dict[str, Any] | str) -> str:
+        path = tmp_path / f"script{next(counter)}.json"
+        path.write_text(script if isinstance(script, str) else json.dumps(script))
+        return str(path)
+
+    return write
+
+
+@pytest.fixture
+def stub_model(stub_engine: adil.Engine, write_script: Callable[..., str]) -> Callable[..., adil.Model]:
+    def load(script: dict[str, Any] | str, **kwargs: Any) -> adil.Model:
+        return stub_engine.load_model(write_script(script), **kwargs)
+
+    return load
+
+
+def _cmake() -> str:
+    found = shutil.which("cmake")
+    if found:
+        return found
+    pytest.skip("cmake is needed to build the refusal-test engine variants")
+
+
+@pytest.fixture(scope="session")
+def variant_libraries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Paths of the deliberately mismatched engines, plus two non-engines."""
+    build = tmp_path_factory.mktemp("variants")
+    cmake = _cmake()
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    subprocess.run(
+        [cmake, "-S", str(ROOT), "-B", str(build), *generator, "-DADIL_TEST_VARIANTS=ON",
+         "-DCMAKE_BUILD_TYPE=Debug"],
+        check=True, capture_output=True,
+    )
+    targets = [f"adil_stub_{name}" for name in VARIANTS]
+    subprocess.run([cmake, "--build", str(build), "--target", *targets, "-j2"],
+                   check=True, capture_output=True)
+    libs = {name: str(build / "lib" / f"libadil_stub_{name}.so") for name in VARIANTS}
+    # A shared library that is not an ADIL engine.
+    source = build / "not_adil.c"
+    source.write_text("int not_an_adil_engine(void) { return 42; }\n")
+    other = build / "libnot_adil.so"
+    compiler = os.environ.get("CC", "cc")
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(other), str(source)], check=True)
+    libs["not_adil"] = str(other)
+    # A file that is not a shared library at all.
+    text = build / "libtext.so"
+    text.write_text("this is not an ELF file\n")
+    libs["not_a_library"] = str(text)
+    libs["no_such_file"] = str(build / "libdoes_not_exist.so")
+    return libs
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return [f"adil libraries: {Path(adil.STUB_LIBRARY).parent}", f"python: {sys.executable}"]

@@ -1,0 +1,64 @@
+"""Refusal matrix (DESIGN §2): every mismatched component gives
+ComponentRefusedError with the right code and a message naming the file,
+what was found and what was expected; afterwards the good stub still opens
+and generates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+import adil
+
+CASES = {
+    # variant: (code, words the message must contain besides the path)
+    "abi1": ("library_refused", ["ABI version 1.0", "expected ABI version 2"]),
+    "abi3": ("library_refused", ["ABI version 3.0", "expected ABI version 2"]),
+    "missing_symbol": ("library_refused", ["adil_run_step", "expected every function"]),
+    "bad_struct_size": ("library_refused", ["sizeof(adil_run_params)", "expected"]),
+    "refuses_host": ("host_refused", ["refused this host", "adil-python 2.0"]),
+    "not_adil": ("library_refused", ["does not export adil_abi_version", "expected an ADIL engine"]),
+    "not_a_library": ("library_refused", ["cannot load", "expected an ADIL version-2 engine"]),
+    "no_such_file": ("library_refused", ["no such file", "expected an ADIL version-2 engine"]),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(CASES))
+def test_refused_then_good_stub_still_works(
+    variant: str, variant_libraries: dict[str, str], stub_model: Callable[..., adil.Model]
+) -> None:
+    code, words = CASES[variant]
+    path = variant_libraries[variant]
+    with pytest.raises(adil.ComponentRefusedError) as caught:
+        adil.Engine.open(library=path)
+    error = caught.value
+    assert error.code == code
+    assert isinstance(error, adil.AdilError)
+    message = str(error)
+    assert path in message
+    for word in words:
+        assert word in message, message
+    # The process is intact: the good stub opens and generates.
+    model = stub_model({"turns": [{"text": "still here"}]})
+    assert model.complete("hi").text == "still here"
+
+
+def test_refusal_is_repeatable(variant_libraries: dict[str, str]) -> None:
+    for _ in range(3):
+        with pytest.raises(adil.ComponentRefusedError):
+            adil.Engine.open(library=variant_libraries["abi3"])
+
+
+def test_host_major_is_checked_by_the_engine(stub_engine: adil.Engine) -> None:
+    """The stub refuses a host of another major (called through the C ABI)."""
+    from adil._binding import ffi
+
+    lib = stub_engine.library.lib
+    host = ffi.new("adil_host_info *")
+    host.struct_size = ffi.sizeof("adil_host_info")
+    host.host_major = 3
+    out = ffi.new("adil_engine **")
+    assert lib.adil_engine_open(host, ffi.NULL, out) == 9  # ADIL_STATUS_HOST_REFUSED
+    message = ffi.string(lib.adil_last_error()).decode()
+    assert "3" in message and "2" in message
