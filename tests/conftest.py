@@ -40,7 +40,9 @@ def write_script(tmp_path: Path) -> Callable[..., str]:
 
 
 @pytest.fixture
-def stub_model(stub_engine: adil.Engine, write_script: Callable[..., str]) -> Callable[..., adil.Model]:
+def stub_model(
+    stub_engine: adil.Engine, write_script: Callable[..., str]
+) -> Callable[..., adil.Model]:
     def load(script: dict[str, Any] | str, **kwargs: Any) -> adil.Model:
         return stub_engine.load_model(write_script(script), **kwargs)
 

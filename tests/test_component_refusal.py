@@ -18,7 +18,7 @@ CASES = {
     "missing_symbol": ("library_refused", ["adil_run_step", "expected every function"]),
     "bad_struct_size": ("library_refused", ["sizeof(adil_run_params)", "expected"]),
     "refuses_host": ("host_refused", ["refused this host", "adil-python 2.0"]),
-    "not_adil": ("library_refused", ["does not export adil_abi_version", "expected an ADIL engine"]),
+    "not_adil": ("library_refused", ["not export adil_abi_version", "expected an ADIL engine"]),
     "not_a_library": ("library_refused", ["cannot load", "expected an ADIL version-2 engine"]),
     "no_such_file": ("library_refused", ["no such file", "expected an ADIL version-2 engine"]),
 }

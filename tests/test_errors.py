@@ -31,7 +31,8 @@ SEED_TABLE = {
 def header_statuses() -> dict[str, int]:
     body = re.search(r"typedef enum adil_status \{(.*?)\} adil_status;", HEADER.read_text(), re.S)
     assert body
-    return {name: int(value) for name, value in re.findall(r"(ADIL_\w+)\s*=\s*(\d+)", body.group(1))}
+    pairs = re.findall(r"(ADIL_\w+)\s*=\s*(\d+)", body.group(1))
+    return {name: int(value) for name, value in pairs}
 
 
 def test_every_status_maps_to_exactly_one_class() -> None:

@@ -40,7 +40,8 @@ def test_tool_call_is_written_in_the_sdk_syntax(stub_model: Load) -> None:
     ]})
     assert model.complete("x").text == (
         'Checking.<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>')
-    assert model.complete("x").text == '<tool_call>{"name": "n", "arguments": {"x": 1.10}}</tool_call>'
+    expected = '<tool_call>{"name": "n", "arguments": {"x": 1.10}}</tool_call>'
+    assert model.complete("x").text == expected
 
 
 def test_utf8_split_across_tokens(stub_model: Load) -> None:
@@ -161,8 +162,8 @@ def test_capability_errors(stub_model: Load) -> None:
 
 def test_bad_scripts_are_model_format_errors(stub_engine: adil.Engine,
                                              write_script: Callable[..., str]) -> None:
-    for bad in ['{"turns": [', '{"turns": 3}', '{"turns": [], "faults": [{"on_call": 1, "status": "nope"}]}',
-                '[]', '']:
+    bad_fault = '{"turns": [], "faults": [{"on_call": 1, "status": "nope"}]}'
+    for bad in ['{"turns": [', '{"turns": 3}', bad_fault, '[]', '']:
         with pytest.raises(adil.ModelFormatError):
             stub_engine.load_model(write_script(bad))
     with pytest.raises(adil.ModelFileError):

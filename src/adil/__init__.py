@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 
 # from . import models  (lands with the engine work)
 from ._binding import ENGINE_LIBRARY, STUB_LIBRARY
+
 # from .agent import Agent, AgentHandle, DisplayField, Proposal, RunOutcome, ToolCall
 from .cancel import CancelToken
 from .engine import Engine, EngineInfo, Model, ModelInfo
@@ -39,6 +40,7 @@ from .errors import (
 from .generation import Completion, Generation, Piece, Stats
 from .sampling import Sampling
 from .timeouts import Timeout
+
 # from .tools import Tool, ToolContext, tool
 
 __all__ = [

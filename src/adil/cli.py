@@ -48,9 +48,9 @@ def _resolve_model(name: str) -> str:
 
     if Path(name).exists():
         return name
-    from . import models  # noqa: PLC0415  (only needed for aliases)
+    from . import models  # type: ignore[attr-defined]  # only needed for aliases
 
-    return models.path(name)
+    return str(models.path(name))
 
 
 def _generate(args: argparse.Namespace) -> int:

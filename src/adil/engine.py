@@ -23,8 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import __version__
-from ._binding import HOST_MAJOR, HOST_MINOR, HOST_NAME, Library, check, ffi, open_library
 from ._binding import ENGINE_LIBRARY as _ENGINE_LIBRARY
+from ._binding import HOST_MAJOR, HOST_MINOR, HOST_NAME, Library, check, ffi, open_library
 from .cancel import CancelToken
 from .chat import render_chat
 from .errors import BusyError, CapabilityError, DeadlineError, InvalidArgumentError
@@ -183,7 +183,8 @@ class Engine:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<adil.Engine {self.info.engine_name} {self.info.engine_version} ABI {self.info.abi}>"
+        info = self.info
+        return f"<adil.Engine {info.engine_name} {info.engine_version} ABI {info.abi}>"
 
 
 class Model:
@@ -245,7 +246,7 @@ class Model:
 
     def ready(self) -> bool:
         """True when the model can serve a generation now."""
-        return self._lib.adil_model_ready(self._require_open()) == 0
+        return bool(self._lib.adil_model_ready(self._require_open()) == 0)
 
     # -- tokens ---------------------------------------------------------
     def tokenize(
@@ -288,16 +289,21 @@ class Model:
         """Text of token ids (invalid UTF-8 replaced)."""
         return b"".join(self.token_bytes(int(t), special) for t in ids).decode("utf-8", "replace")
 
-    def render_chat(self, messages: Sequence[dict[str, str]], add_generation_prompt: bool = True) -> str:
+    def render_chat(
+        self, messages: Sequence[dict[str, str]], add_generation_prompt: bool = True
+    ) -> str:
         """The prompt for `messages`, from the model's chat template."""
         info = self._info_raw
         return render_chat(
             _str(info.chat_template) or None,
             messages,
             add_generation_prompt=add_generation_prompt,
-            bos_token=self.detokenize([info.bos_token], special=True) if info.bos_token >= 0 else "",
-            eos_token=self.detokenize([info.eos_token], special=True) if info.eos_token >= 0 else "",
+            bos_token=self._special_text(info.bos_token),
+            eos_token=self._special_text(info.eos_token),
         )
+
+    def _special_text(self, token: int) -> str:
+        return self.detokenize([token], special=True) if token >= 0 else ""
 
     # -- evaluation -----------------------------------------------------
     def logits(self, ids: Sequence[int] | npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
@@ -382,8 +388,8 @@ class Model:
         params.total_timeout_ms = _ms(timeout.total)
         params.read_timeout_ms = _ms(timeout.read)
         out = ffi.new("adil_run **")
-        check(lib, lib.adil_run_start(self._ensure_context(),
-                                      ffi.cast("int32_t *", ids.ctypes.data), len(ids), params, out))
+        prompt = ffi.cast("int32_t *", ids.ctypes.data)
+        check(lib, lib.adil_run_start(self._ensure_context(), prompt, len(ids), params, out))
         run = ffi.gc(out[0], lib.adil_run_free)
         keep.append(params)
         return Generation(self._library, run, self.token_bytes, stop, keep, self._busy.release)

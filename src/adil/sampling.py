@@ -48,5 +48,6 @@ class Sampling:
         params.min_p = self.min_p
         params.repeat_penalty = self.repeat_penalty
         params.repeat_last_n = self.repeat_last_n
-        params.seed = self.seed if self.seed is not None else int.from_bytes(os.urandom(8), "little")
+        seed = self.seed if self.seed is not None else int.from_bytes(os.urandom(8), "little")
+        params.seed = seed
         return params

@@ -32,7 +32,7 @@ class Timeout:
         for name in ("connect", "read", "total"):
             value = getattr(self, name)
             if value is not None and not value > 0:
-                raise ValueError(f"Timeout.{name} must be a positive number of seconds, got {value!r}")
+                raise ValueError(f"Timeout.{name} must be positive seconds, got {value!r}")
 
     def merged(self, override: Timeout | None) -> Timeout:
         """This timeout with the fields that `override` sets replaced."""
