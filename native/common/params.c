@@ -1,0 +1,145 @@
+/*
+ * params.c — the *_default_params functions of the ABI, the struct_size
+ * checks every engine applies to what a host hands it, and the component-info
+ * and host checks of the version handshake.
+ */
+#include "adil_common.h"
+
+#include <string.h>
+
+/* ---- defaults (documented in adil.h) ---------------------------------- */
+
+ADIL_API void adil_engine_default_params(adil_engine_params *out)
+{
+    if (out == NULL)
+        return;
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->n_threads = 0;    /* the number of cores */
+    out->backend = NULL;   /* "auto" */
+}
+
+ADIL_API void adil_model_default_params(adil_model_params *out)
+{
+    if (out == NULL)
+        return;
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->n_threads = 0;    /* the engine's default */
+    out->use_mmap = 1;
+}
+
+ADIL_API void adil_context_default_params(adil_context_params *out)
+{
+    if (out == NULL)
+        return;
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->n_ctx = 0;        /* the model's n_ctx_train, capped at 4096 */
+    out->n_batch = 512;
+    out->n_threads = 0;    /* the model's */
+}
+
+ADIL_API void adil_sampling_default_params(adil_sampling_params *out)
+{
+    if (out == NULL)
+        return;
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->temperature = 0.8f;
+    out->top_k = 40;
+    out->top_p = 0.95f;
+    out->min_p = 0.05f;
+    out->repeat_penalty = 1.0f;
+    out->repeat_last_n = 64;
+    out->seed = 0;
+}
+
+ADIL_API void adil_run_default_params(adil_run_params *out)
+{
+    if (out == NULL)
+        return;
+    memset(out, 0, sizeof *out);   /* NULL sampling/grammar/flag/stop tokens, no deadlines */
+    out->struct_size = sizeof *out;
+    out->max_tokens = 0;           /* up to the end of the context */
+    out->step_budget_ms = 20;
+}
+
+/* ---- struct_size checks ------------------------------------------------ */
+
+adil_status adil_copy_params(void *dst, size_t dst_size, const void *src, size_t min_size,
+                             const char *what)
+{
+    if (src == NULL)
+        return ADIL_OK;
+    uint32_t size;
+    memcpy(&size, src, sizeof size);   /* struct_size is the first field of every public struct */
+    if (size < min_size)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "%s: struct_size expected at least %zu (the version-2.0 struct), got %u",
+                         what, min_size, size);
+    /* A newer minor's struct is larger: read only the fields this engine knows. */
+    memcpy(dst, src, size < dst_size ? size : dst_size);
+    memcpy(dst, &(uint32_t){(uint32_t)dst_size}, sizeof(uint32_t));
+    return ADIL_OK;
+}
+
+adil_status adil_copy_out(void *dst, const void *src, size_t src_size, size_t min_size,
+                          const char *what)
+{
+    if (dst == NULL)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "%s: expected an out struct, got NULL", what);
+    uint32_t size;
+    memcpy(&size, dst, sizeof size);
+    if (size < min_size)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "%s: struct_size expected at least %zu (the version-2.0 struct), got %u",
+                         what, min_size, size);
+    /* Write only what the caller's struct holds, and keep its struct_size. */
+    size_t n = size < src_size ? size : src_size;
+    memcpy((char *)dst + sizeof size, (const char *)src + sizeof size, n - sizeof size);
+    return ADIL_OK;
+}
+
+/* ---- the version handshake --------------------------------------------- */
+
+void adil_component_fill(adil_component_info *info, uint32_t abi_major, uint32_t abi_minor,
+                         uint32_t host_major_accepted, const char *engine_name,
+                         const char *engine_version, const char *backends,
+                         const char *cpu_features)
+{
+    memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+    info->abi_major = abi_major;
+    info->abi_minor = abi_minor;
+    info->host_major_accepted = host_major_accepted;
+    info->engine_name = engine_name;
+    info->engine_version = engine_version;
+    info->backends = backends;
+    info->cpu_features = cpu_features;
+    info->size_host_info = sizeof(adil_host_info);
+    info->size_engine_params = sizeof(adil_engine_params);
+    info->size_model_params = sizeof(adil_model_params);
+    info->size_model_info = sizeof(adil_model_info);
+    info->size_context_params = sizeof(adil_context_params);
+    info->size_sampling_params = sizeof(adil_sampling_params);
+    info->size_run_params = sizeof(adil_run_params);
+    info->size_run_stats = sizeof(adil_run_stats);
+}
+
+adil_status adil_check_host(const adil_host_info *host, uint32_t host_major_accepted)
+{
+    if (host == NULL)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_engine_open: expected host info, got NULL");
+    if (host->struct_size < ADIL_MIN_SIZE_HOST_INFO)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_engine_open: host info struct_size expected at least %zu, got %u",
+                         ADIL_MIN_SIZE_HOST_INFO, host->struct_size);
+    if (host->host_major != host_major_accepted)
+        return adil_fail(ADIL_STATUS_HOST_REFUSED,
+                         "host refused: this engine accepts host major %u, got host major %u (%s %s)",
+                         host_major_accepted, host->host_major,
+                         host->host_name != NULL ? host->host_name : "unnamed host",
+                         host->host_version != NULL ? host->host_version : "?");
+    return ADIL_OK;
+}

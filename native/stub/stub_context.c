@@ -1,0 +1,59 @@
+/*
+ * stub_context.c — contexts of the stub engine.  The stub keeps no KV cache:
+ * a context only carries its window size, against which runs check
+ * prompt + max_tokens.
+ */
+#include "stub_internal.h"
+
+#include <stdlib.h>
+
+/* The cap on the default window (adil.h: "0 = the model's n_ctx_train,
+ * capped at 4096"). */
+#define STUB_DEFAULT_N_CTX_CAP 4096u
+
+ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_params *params,
+                                      adil_context **out)
+{
+    if (out == NULL)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_new: expected an out pointer, got NULL");
+    *out = NULL;
+    if (model == NULL)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_new: expected a model, got NULL");
+    adil_context_params p;
+    adil_context_default_params(&p);
+    adil_status st = adil_copy_params(&p, sizeof p, params, sizeof p, "adil_context_new: context params");
+    if (st != ADIL_OK)
+        return st;
+    adil_context *ctx = calloc(1, sizeof *ctx);
+    if (ctx == NULL)
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_context_new: could not allocate %zu bytes", sizeof *ctx);
+    uint32_t train = model->script.context_length;
+    ctx->model = model;
+    ctx->n_ctx = p.n_ctx > 0 ? p.n_ctx : (train < STUB_DEFAULT_N_CTX_CAP ? train : STUB_DEFAULT_N_CTX_CAP);
+    ctx->n_batch = p.n_batch > 0 ? p.n_batch : 512;
+    ctx->n_threads = p.n_threads > 0 ? p.n_threads : model->n_threads;
+    *out = ctx;
+    adil_clear_error();
+    return ADIL_OK;
+}
+
+ADIL_API void adil_context_free(adil_context *ctx)
+{
+    free(ctx);
+}
+
+ADIL_API uint32_t adil_context_size(const adil_context *ctx)
+{
+    return ctx != NULL ? ctx->n_ctx : 0;
+}
+
+ADIL_API adil_status adil_context_logits(adil_context *ctx, const int32_t *tokens, size_t n_tokens,
+                                         float *logits, size_t capacity)
+{
+    (void)ctx;
+    (void)tokens;
+    (void)n_tokens;
+    (void)logits;
+    (void)capacity;
+    return adil_fail(ADIL_STATUS_CAPABILITY, "adil_context_logits: the stub engine has no logits");
+}

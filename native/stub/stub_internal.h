@@ -1,0 +1,86 @@
+/*
+ * stub_internal.h — the handles of the reference stub engine.
+ *
+ * Build-time variants (test-only, see CMakeLists.txt) change only what the
+ * version handshake reports:
+ *   STUB_ABI_MAJOR / STUB_ABI_MINOR   the ABI version reported (default 2.0)
+ *   STUB_HOST_MAJOR_ACCEPTED          the host major accepted (default 2)
+ *   STUB_SIZE_RUN_PARAMS_EXTRA        added to the reported size_run_params
+ * The missing-symbol variant is the plain stub linked with a version script
+ * (missing_symbol.map) that hides adil_run_step.
+ */
+#ifndef STUB_INTERNAL_H
+#define STUB_INTERNAL_H
+
+#include "adil_common.h"
+#include "stub_script.h"
+
+#ifndef STUB_ABI_MAJOR
+#define STUB_ABI_MAJOR ADIL_ABI_MAJOR
+#endif
+#ifndef STUB_ABI_MINOR
+#define STUB_ABI_MINOR ADIL_ABI_MINOR
+#endif
+#ifndef STUB_HOST_MAJOR_ACCEPTED
+#define STUB_HOST_MAJOR_ACCEPTED ADIL_HOST_MAJOR
+#endif
+#ifndef STUB_SIZE_RUN_PARAMS_EXTRA
+#define STUB_SIZE_RUN_PARAMS_EXTRA 0
+#endif
+
+/* The byte-level vocabulary: ids 0..255 are bytes, then two specials. */
+#define STUB_TOKEN_BOS 256
+#define STUB_TOKEN_EOS 257
+#define STUB_N_VOCAB 258
+
+struct adil_engine {
+    uint32_t n_threads;           /* 0 = number of cores */
+};
+
+struct adil_model {
+    stub_script script;
+    char *name;                   /* the script's file name */
+    uint32_t n_threads;
+    double loaded_ms;             /* adil_now_ms() at load; starts the not-ready window */
+    atomic_int run_live;          /* 1 while a run of this model is not freed */
+    /* Guarded by run_live: only the thread that set it touches these. */
+    uint32_t n_calls;             /* run starts counted so far (faults' on_call) */
+    size_t next_turn;             /* the turn the next call answers with */
+};
+
+struct adil_context {
+    adil_model *model;
+    uint32_t n_ctx;
+    uint32_t n_batch;
+    uint32_t n_threads;
+};
+
+struct adil_run {
+    adil_model *model;
+    atomic_int cancelled;         /* the run's own flag (adil_run_cancel) */
+    adil_cancel_flag *cancel_flag;/* the caller's shared flag, or NULL */
+    /* What the run writes: the turn's bytes, then EOS. */
+    const unsigned char *output;  /* owned by the model's script */
+    size_t output_len;
+    size_t output_pos;
+    int32_t *stop_tokens;         /* a copy of params->stop_tokens */
+    size_t n_stop_tokens;
+    bool late_answer;             /* acknowledge a cancel but keep answering */
+    uint32_t token_delay_ms;
+    uint32_t max_tokens;          /* already resolved: never 0 */
+    uint32_t total_timeout_ms;
+    uint32_t read_timeout_ms;
+    uint32_t step_budget_ms;
+    double start_ms;              /* adil_run_start; the total deadline counts from here */
+    bool stopped;
+    adil_run_stats stats;
+};
+
+/* ADIL_OK, or ADIL_STATUS_MODEL_NOT_READY (message naming `what`) while the
+ * script's not_ready_ms window since load is still open.  Any thread. */
+adil_status stub_model_check_ready(const adil_model *model, const char *what);
+
+/* True when the run's own flag or its shared cancel flag is set. */
+bool stub_run_is_cancelled(const adil_run *run);
+
+#endif /* STUB_INTERNAL_H */
