@@ -23,4 +23,4 @@ def test_installed_cdef_matches_checkout() -> None:
         import gen_cdef
     finally:
         sys.path.pop(0)
-    assert installed.CDEF == gen_cdef.header_to_cdef(gen_cdef.HEADER.read_text())
+    assert installed.CDEF.strip() == gen_cdef.header_to_cdef(gen_cdef.HEADER.read_text()).strip()
