@@ -1,6 +1,7 @@
 /*
  * stub_step.c — stepping a stub run: the scripted bytes, one token each,
- * then EOS, paced by the script's token_delay_ms.
+ * then EOS, paced by the script's token_delay_ms (a call that found no turn
+ * left writes only EOS, at once).
  *
  * Before every token the step checks, in this order: the step's capacity and
  * budget, max_tokens, then the cancelled flags and the deadlines — once per
@@ -70,7 +71,8 @@ static uint32_t produce(adil_run *run, int32_t *tokens, size_t capacity, size_t 
             return ADIL_STOP_NONE;
         if (run->stats.n_generated >= run->max_tokens)
             return ADIL_STOP_MAX_TOKENS;
-        uint32_t stop = pace(run, wait_start);
+        /* An answer with no turn left stops at once: nothing to pace. */
+        uint32_t stop = run->output != NULL ? pace(run, wait_start) : interruption(run, wait_start);
         if (stop != ADIL_STOP_NONE)
             return stop;
         int32_t token = next_token(run);

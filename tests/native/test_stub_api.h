@@ -43,16 +43,19 @@ static int test_failures;
         }                                                                                      \
     } while (0)
 
-/* Checks that the engine's last error contains `needle`. */
-#define CHECK_ERROR_HAS(api, needle)                                                           \
+/* Checks that a message contains `needle`. */
+#define CHECK_HAS(message, needle)                                                             \
     do {                                                                                       \
-        const char *msg_ = (api)->last_error();                                                \
+        const char *msg_ = (message);                                                          \
         if (strstr(msg_, (needle)) == NULL) {                                                  \
-            fprintf(stderr, "%s:%d: last error \"%s\" lacks \"%s\"\n", __FILE__, __LINE__,    \
+            fprintf(stderr, "%s:%d: message \"%s\" lacks \"%s\"\n", __FILE__, __LINE__,       \
                     msg_, (needle));                                                           \
             test_failures++;                                                                   \
         }                                                                                      \
     } while (0)
+
+/* Checks that the engine's last error contains `needle`. */
+#define CHECK_ERROR_HAS(api, needle) CHECK_HAS((api)->last_error(), needle)
 
 static inline int test_report(const char *name)
 {
@@ -188,6 +191,7 @@ typedef struct test_output {
     char text[4096];
     size_t len;
     adil_status status;   /* the last step's status */
+    char error[512];      /* adil_last_error() right after that step */
     int steps;
     adil_run_stats stats;
 } test_output;
@@ -203,6 +207,7 @@ static inline void test_drain(const stub_api *api, adil_run *run, size_t capacit
     for (;;) {
         size_t n = 0;
         out->status = api->run_step(run, tokens, capacity, &n);
+        snprintf(out->error, sizeof out->error, "%s", api->last_error());
         out->steps++;
         for (size_t i = 0; i < n; i++) {
             CHECK(tokens[i] >= 0 && tokens[i] < 256);

@@ -196,7 +196,7 @@ static void test_model_info(const stub_api *api, adil_engine *engine)
     CHECK(strcmp(info.architecture, "stub") == 0);
     CHECK(strcmp(info.name, "stub_basic.json") == 0);
     CHECK(info.chat_template == NULL);
-    CHECK(info.n_vocab == 258 && info.n_ctx_train == 64);
+    CHECK(info.n_vocab == 258 && info.n_ctx_train == 512);
     CHECK(info.bos_token == 256 && info.eos_token == 257 && info.eot_token == -1 && info.add_bos == 0);
     CHECK(info.n_threads >= 1);
     info.struct_size = 8;

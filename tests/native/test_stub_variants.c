@@ -1,0 +1,119 @@
+/*
+ * test_stub_variants.c — the deliberately mismatched stub variants (built
+ * with -DADIL_TEST_VARIANTS=ON next to libadil_stub.so) report what they are
+ * meant to: ABI 1.0 and 3.0, a missing adil_run_step, a size_run_params 8
+ * bytes too large, and a refusal of a major-2 host.  Variants that were not
+ * built are reported as skipped.
+ */
+#include "test_stub_api.h"
+
+#include <libgen.h>
+
+static bool variant_path(const char *name, char *path, size_t cap)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", ADIL_STUB_LIBRARY);
+    snprintf(path, cap, "%s/libadil_stub_%s.so", dirname(dir), name);
+    if (access(path, R_OK) == 0)
+        return true;
+    printf("skipped: %s not built (configure with -DADIL_TEST_VARIANTS=ON)\n", path);
+    return false;
+}
+
+/* dlopens a variant and checks the one thing that makes it what it is. */
+static void *open_variant(const char *name)
+{
+    char path[600];
+    if (!variant_path(name, path, sizeof path))
+        return NULL;
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
+        test_failures++;
+    }
+    return handle;
+}
+
+static void test_abi_versions(void)
+{
+    static const struct { const char *name; uint32_t version; } variants[] = {
+        {"abi1", ADIL_MAKE_VERSION(1, 0)},
+        {"abi3", ADIL_MAKE_VERSION(3, 0)},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        void *handle = open_variant(variants[i].name);
+        if (handle == NULL)
+            continue;
+        uint32_t (*abi_version)(void) = (uint32_t (*)(void))dlsym(handle, "adil_abi_version");
+        const adil_component_info *(*component)(void) =
+            (const adil_component_info *(*)(void))dlsym(handle, "adil_component");
+        CHECK(abi_version != NULL && abi_version() == variants[i].version);
+        CHECK(component != NULL && component()->abi_major == ADIL_VERSION_MAJOR(variants[i].version));
+        dlclose(handle);
+    }
+}
+
+static void test_missing_symbol(void)
+{
+    void *handle = open_variant("missing_symbol");
+    if (handle == NULL)
+        return;
+    CHECK(dlsym(handle, "adil_run_step") == NULL);
+    CHECK(dlsym(handle, "adil_run_start") != NULL);
+    uint32_t (*abi_version)(void) = (uint32_t (*)(void))dlsym(handle, "adil_abi_version");
+    CHECK(abi_version != NULL && abi_version() == ADIL_MAKE_VERSION(2, 0));
+    dlclose(handle);
+}
+
+static void test_bad_struct_size(void)
+{
+    void *handle = open_variant("bad_struct_size");
+    if (handle == NULL)
+        return;
+    const adil_component_info *(*component)(void) =
+        (const adil_component_info *(*)(void))dlsym(handle, "adil_component");
+    CHECK(component != NULL && component()->size_run_params == sizeof(adil_run_params) + 8);
+    CHECK(component != NULL && component()->size_run_stats == sizeof(adil_run_stats));
+    dlclose(handle);
+}
+
+static void test_refuses_host(void)
+{
+    char path[600];
+    if (!variant_path("refuses_host", path, sizeof path))
+        return;
+    stub_api api;
+    if (!stub_api_open(&api, path)) {
+        test_failures++;
+        return;
+    }
+    CHECK(api.component()->host_major_accepted == 3);
+    adil_host_info host = {sizeof host, ADIL_HOST_MAJOR, 0, "adil-test", "0.0.0"};
+    adil_engine *engine = NULL;
+    CHECK_STATUS(&api, api.engine_open(&host, NULL, &engine), ADIL_STATUS_HOST_REFUSED);
+    CHECK_ERROR_HAS(&api, "this engine accepts host major 3, got host major 2");
+    CHECK(engine == NULL);
+    stub_api_close(&api);
+}
+
+int main(void)
+{
+    test_abi_versions();
+    test_missing_symbol();
+    test_bad_struct_size();
+    test_refuses_host();
+    /* The good stub still opens and serves after all of that. */
+    stub_api api;
+    if (!stub_api_open(&api, ADIL_STUB_LIBRARY))
+        return 1;
+    adil_engine *engine = test_open_engine(&api);
+    adil_model *model = NULL;
+    CHECK_STATUS(&api, test_load_data(&api, engine, "stub_basic.json", &model), ADIL_OK);
+    test_output out;
+    if (model != NULL)
+        CHECK_STATUS(&api, test_call(&api, model, &out), ADIL_OK);
+    api.model_free(model);
+    api.engine_close(engine);
+    stub_api_close(&api);
+    return test_report("test_stub_variants");
+}
