@@ -1,0 +1,280 @@
+"""Agent: drives a model through tool calls to a final answer.
+
+    agent = adil.Agent(model, tools=[get_weather, send], instructions="...",
+                       policy=None, timeout=adil.Timeout(total=60))
+    outcome = agent.run("What is the weather in Oslo?")
+    if outcome.status == "awaiting_confirmation":
+        outcome.proposal.approve(confirmed_by="alice")   # a person decided
+        outcome = agent.resume(outcome.proposal)
+
+One run at a time per agent; the conversation carries over from run to run
+(``reset()`` clears it).  ``cancel()`` stops this agent's run, from any
+thread, and voids its pending proposal; nothing else is touched.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import BusyError, DeadlineError, InvalidArgumentError
+from ..retry import RetryPolicy
+from ..timeouts import Clock, Deadline, Timeout
+from ..tools import Tool
+from .config import Policy, ResultHook, build_config
+from .conversation import Conversation
+from .loop import Ending, RunLoop, close_turn
+from .prompt import system_message
+from .proposal import Proposal
+from .protocol import ModelLike
+from .records import RunOutcome
+from .state import RunState, Segment
+
+__all__ = ["Agent", "AgentHandle"]
+
+
+class Agent:
+    """An agent over any model (in-process or through the service client).
+
+    ``timeout``: the agent's default :class:`~adil.Timeout`; ``total`` covers
+    a whole run or resume (generations, tool time and retries), ``read`` the
+    longest silence between tokens.  ``retry``: how busy and not-ready
+    errors are retried.  ``policy(proposal)`` may answer "deny" (the call is
+    rejected) or "allow" (recorded; a person must still confirm).
+    ``tool_choice``: "auto", "none", or a tool name to force on the first
+    turn (CapabilityError when the engine cannot constrain its output).
+    ``result_hook(call, text) -> text`` may rewrite a result before the
+    model sees it; ``max_result_tokens`` cuts longer results (default: a
+    quarter of the model's context).  Rewritten or cut results give no
+    display fields."""
+
+    def __init__(
+        self,
+        model: ModelLike,
+        tools: Sequence[Tool] = (),
+        *,
+        instructions: str = "",
+        policy: Policy | None = None,
+        timeout: Timeout | None = None,
+        retry: RetryPolicy | None = None,
+        tool_choice: str = "auto",
+        max_tokens: int = 1024,
+        sampling: Any = None,
+        max_turns: int = 16,
+        result_hook: ResultHook | None = None,
+        max_result_tokens: int | None = None,
+        n: int = 1,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self._config = build_config(
+            model, tools, instructions=instructions, policy=policy, timeout=timeout,
+            retry=retry, tool_choice=tool_choice, max_tokens=max_tokens, sampling=sampling,
+            max_turns=max_turns, result_hook=result_hook, max_result_tokens=max_result_tokens,
+            n=n, clock=clock,
+        )
+        self._conversation = Conversation(
+            system_message(instructions, self._config.offered_tools))
+        self._lock = threading.Lock()
+        self._state: RunState | None = None  # a run that is active or waits for a person
+        self._segment: Segment | None = None  # the active run() / resume()
+
+    # -- properties --------------------------------------------------------
+    @property
+    def model(self) -> ModelLike:
+        return self._config.model
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        return tuple(self._config.tools.values())
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """A copy of the conversation, as given to ``model.render_chat``."""
+        return self._conversation.snapshot()
+
+    @property
+    def pending_proposal(self) -> Proposal | None:
+        state = self._state
+        return state.proposal if state is not None and self._segment is None else None
+
+    # -- runs --------------------------------------------------------------
+    def run(
+        self, input: str, *, timeout: Timeout | None = None, images: Sequence[Any] | None = None
+    ) -> RunOutcome:
+        """Runs to a final answer, a proposal, a cancel or a failure."""
+        return self._drive(self._begin(input, timeout, images))
+
+    def start(
+        self, input: str, *, timeout: Timeout | None = None, images: Sequence[Any] | None = None
+    ) -> AgentHandle:
+        """Like :meth:`run`, in a background thread: ``handle.result()``."""
+        segment = self._begin(input, timeout, images)
+        return AgentHandle(self, segment, lambda: self._drive(segment))
+
+    def resume(self, proposal: Proposal, *, timeout: Timeout | None = None) -> RunOutcome:
+        """Continues the run after a person approved or rejected `proposal`:
+        an approved call runs (its ``ctx.confirmed_by`` is the person), a
+        rejected one is skipped and the model is told.  A proposal voided by
+        a cancel gives a ``cancelled`` outcome."""
+        begun = self._begin_resume(proposal, timeout)
+        return begun if isinstance(begun, RunOutcome) else self._drive(begun)
+
+    def start_resume(self, proposal: Proposal, *, timeout: Timeout | None = None) -> AgentHandle:
+        """Like :meth:`resume`, in a background thread."""
+        begun = self._begin_resume(proposal, timeout)
+        if isinstance(begun, RunOutcome):
+            return AgentHandle(self, None, lambda: begun)
+        segment = begun
+        return AgentHandle(self, segment, lambda: self._drive(segment))
+
+    def cancel(self) -> None:
+        """Cancels this agent's run (any thread): a generation stops before its
+        next token, a tool not yet started never starts, a running tool sees
+        ``ctx.cancelled()`` turn true and its result is discarded; the
+        pending proposal is voided.  Other agents are not touched."""
+        with self._lock:
+            segment, state = self._segment, self._state
+            if segment is not None:
+                segment.cancel_requested = True
+                segment.token.cancel()
+                segment.wake.set()
+            elif state is not None:  # paused, waiting for a person
+                for index in state.queue[:1]:
+                    state.calls[index] = _replace_status(state.calls[index], "cancelled")
+                close_turn(self._conversation, state, "cancelled")
+                self._state = None
+
+    def reset(self) -> None:
+        """Forgets the conversation (not while a run is active or paused)."""
+        with self._lock:
+            if self._segment is not None or self._state is not None:
+                raise InvalidArgumentError("cancel or finish the run before reset()")
+            self._conversation.clear()
+
+    # -- bookkeeping ---------------------------------------------------------
+    def _new_segment(self, timeout: Timeout | None) -> Segment:
+        merged = self._config.timeout.merged(timeout)
+        return Segment(token=self._config.model.cancel_token(),
+                       deadline=Deadline.start(merged, self._config.clock), timeout=merged)
+
+    def _begin(self, input: str, timeout: Timeout | None,
+               images: Sequence[Any] | None) -> Segment:
+        if not isinstance(input, str):
+            raise InvalidArgumentError(f"input must be a string, got {type(input).__name__}")
+        with self._lock:
+            if self._segment is not None:
+                raise BusyError("this agent is already running (one run at a time)")
+            if self._state is not None:
+                raise InvalidArgumentError(
+                    "a proposal waits for confirmation: resume() it or cancel() the agent first"
+                )
+            segment = self._new_segment(timeout)
+            self._conversation.append("user", input)
+            self._state = RunState(images=images)
+            self._segment = segment
+            return segment
+
+    def _begin_resume(self, proposal: Proposal, timeout: Timeout | None) -> Segment | RunOutcome:
+        if not isinstance(proposal, Proposal) or proposal._owner is not self:
+            raise InvalidArgumentError("resume() takes a proposal of this agent")
+        with self._lock:
+            if self._segment is not None:
+                raise BusyError("this agent is already running (one run at a time)")
+            state = self._state
+            if proposal.status == "voided":
+                return RunOutcome("cancelled", cancel_acknowledged=True,
+                                  messages=tuple(self._conversation.snapshot()))
+            if state is None or state.proposal is not proposal:
+                raise InvalidArgumentError(
+                    f"proposal {proposal.call_id} is not waiting in this agent (resumed already?)"
+                )
+            if proposal.status == "pending":
+                raise InvalidArgumentError("approve() or reject() the proposal before resume()")
+            self._segment = self._new_segment(timeout)
+            return self._segment
+
+    def _drive(self, segment: Segment) -> RunOutcome:
+        state = self._state
+        assert state is not None
+        ending = Ending("failed")
+        try:
+            ending = RunLoop(self._config, self._conversation, state, segment, self).run()
+        finally:
+            outcome = self._finish(state, segment, ending)
+        return outcome
+
+    def _finish(self, state: RunState, segment: Segment, ending: Ending) -> RunOutcome:
+        with self._lock:
+            if ending.status != "awaiting_confirmation":
+                close_turn(self._conversation, state, ending.status)
+                if self._state is state:
+                    self._state = None
+            if self._segment is segment:
+                self._segment = None
+            return RunOutcome(
+                status=ending.status,
+                text=ending.text,
+                tool_calls=tuple(state.calls),
+                display_fields=tuple(state.fields),
+                cancel_acknowledged=state.cancel_ack or segment.cancel_requested,
+                proposal=ending.proposal,
+                error=ending.error,
+                messages=tuple(self._conversation.snapshot()),
+            )
+
+    def _cancel_segment(self, segment: Segment | None) -> None:
+        with self._lock:
+            active = segment is not None and self._segment is segment
+        if active:
+            self.cancel()
+
+
+def _replace_status(call: Any, status: str) -> Any:
+    from dataclasses import replace
+
+    return replace(call, status=status)
+
+
+class AgentHandle:
+    """A run in a background thread."""
+
+    def __init__(self, agent: Agent, segment: Segment | None,
+                 work: Callable[[], RunOutcome]) -> None:
+        self._agent = agent
+        self._segment = segment
+        self._done = threading.Event()
+        self._outcome: RunOutcome | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, args=(work,), daemon=True,
+                                        name="adil-agent-run")
+        self._thread.start()
+
+    def _main(self, work: Callable[[], RunOutcome]) -> None:
+        try:
+            self._outcome = work()
+        except BaseException as exc:  # noqa: BLE001 - result() re-raises it in the caller
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """True once the run ended (within `timeout` seconds)."""
+        return self._done.wait(timeout)
+
+    def result(self, timeout: float | None = None) -> RunOutcome:
+        """The outcome; waits up to `timeout` seconds (DeadlineError after)."""
+        if not self._done.wait(timeout):
+            raise DeadlineError(f"the run did not end within {timeout} s", limit="total")
+        if self._error is not None:
+            raise self._error
+        assert self._outcome is not None
+        return self._outcome
+
+    def cancel(self) -> None:
+        """Cancels this handle's run, if it is still the agent's active run."""
+        self._agent._cancel_segment(self._segment)

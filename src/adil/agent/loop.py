@@ -1,0 +1,383 @@
+"""The agent loop: generate, read tool calls, ask for confirmation, run
+tools, feed results back, until the model answers without a call.
+
+One :class:`RunLoop` drives one segment of a run (``run()`` or
+``resume()``); it returns an :class:`Ending` and leaves the bookkeeping of
+the agent (whose run is active, which proposal is pending) to the Agent.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import secrets
+import threading
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import AdilError, CancelledError, DeadlineError, OutputValidationError
+from ..timeouts import Timeout
+from ..tools import Tool, ToolContext, validate
+from .config import AgentConfig
+from .conversation import Conversation
+from .display import display_fields
+from .proposal import Proposal
+from .protocol import GenerationLike
+from .records import RunStatus, ToolCall
+from .state import RunState, Segment
+from .syntax import CALL_CLOSE, CALL_OPEN, error_payload, parse_envelope, result_block, split_calls
+
+__all__ = ["Ending", "RunLoop", "close_turn"]
+
+
+@dataclass(frozen=True)
+class Ending:
+    status: RunStatus
+    text: str = ""
+    error: AdilError | None = None
+    proposal: Proposal | None = None
+
+
+class RunLoop:
+    def __init__(
+        self, config: AgentConfig, conversation: Conversation, state: RunState, segment: Segment,
+        owner: object,
+    ) -> None:
+        self.config = config
+        self.conversation = conversation
+        self.state = state
+        self.seg = segment
+        self.owner = owner  # the Agent: proposals remember whose they are
+
+    def run(self) -> Ending:
+        try:
+            return self._loop()
+        except AdilError as error:
+            if self.seg.cancel_requested and not isinstance(error, DeadlineError):
+                return Ending("cancelled")
+            return Ending("failed", error=error)
+
+    # -- the loop ---------------------------------------------------------
+    def _loop(self) -> Ending:
+        state = self.state
+        while True:
+            stop = self._drain()
+            if stop is not None:
+                return stop
+            if self._stopped():
+                return Ending("cancelled")
+            self.seg.deadline.check()
+            if state.turns >= self.config.max_turns:
+                raise AdilError(
+                    f"the run reached max_turns={self.config.max_turns} model turns "
+                    "without a final answer"
+                )
+            text, generation = self._generate()
+            state.turns += 1
+            state.cancel_ack = state.cancel_ack or bool(generation.cancel_acknowledged)
+            if generation.stop_reason == "cancelled":
+                return Ending("cancelled")
+            bodies = self._calls_in(text)
+            if not bodies:
+                self.conversation.append("assistant", text)
+                return Ending("completed", text=text)
+            self.conversation.append("assistant", _assistant_text(text, bodies,
+                                                                  forced=self._forced_now()))
+            for body in bodies:
+                state.queue.append(self._record(body))
+            if generation.cancel_acknowledged or self._stopped():
+                return Ending("cancelled")  # the calls never start
+
+    def _stopped(self) -> bool:
+        """True once cancelled; an expired deadline raises instead."""
+        if self.seg.deadline_hit:
+            raise DeadlineError(
+                f"total timeout of {self.seg.timeout.total} s expired", limit="total"
+            )
+        return bool(self.seg.token.cancelled())
+
+    def _forced_now(self) -> bool:
+        return self.config.forced_tool is not None and self.state.turns <= 1
+
+    def _calls_in(self, text: str) -> list[str]:
+        if self.config.tool_choice == "none":
+            return []
+        if self._forced_now():
+            return [text.strip()]
+        return split_calls(text)[1]
+
+    # -- one model turn ---------------------------------------------------
+    def _generate(self) -> tuple[str, GenerationLike]:
+        config, seg = self.config, self.seg
+        forced = self.config.forced_tool if self.state.turns == 0 else None
+        prompt = config.model.render_chat(self.conversation.snapshot())
+
+        def attempt() -> GenerationLike:
+            left = seg.deadline.remaining()
+            if left is not None and left <= 0:
+                raise DeadlineError("total timeout expired before a generation", limit="total")
+            timeout = Timeout(connect=seg.timeout.connect, read=seg.timeout.read, total=left)
+            return config.model.generate(
+                prompt, max_tokens=config.max_tokens, sampling=config.sampling,
+                schema=_envelope_schema(forced) if forced is not None else None,
+                timeout=timeout, cancel=seg.token,
+                stop=(CALL_CLOSE,) if config.offered_tools and forced is None else (),
+                n=config.n, images=self.state.images,
+            )
+
+        generation = config.retry.call(
+            attempt, deadline=seg.deadline, sleep=seg.sleep, should_stop=seg.token.cancelled
+        )
+        try:
+            for _ in generation:
+                pass
+        finally:
+            generation.close()
+        text = generation.text
+        if generation.stop_reason == "stop_sequence":
+            text += CALL_CLOSE  # the stop string ends the call; keep the syntax whole
+        return text, generation
+
+    def _record(self, body: str) -> int:
+        """Adds a ToolCall for one call the model wrote; returns its index."""
+        parsed = parse_envelope(body)
+        call_id = "call_" + secrets.token_hex(8)
+        tool = self.config.tools.get(parsed.name) if parsed.name is not None else None
+        error = parsed.error
+        if error is None and tool is None:
+            error = OutputValidationError(f"there is no tool named {parsed.name!r}")
+        if error is None and tool is not None and parsed.arguments is not None:
+            try:
+                validate(parsed.arguments, tool.parameters)
+            except OutputValidationError as exc:
+                error = exc
+        self.state.calls.append(ToolCall(
+            call_id=call_id, tool=parsed.name, raw=body, arguments=parsed.arguments,
+            status="invalid" if error is not None else "queued", error=error,
+        ))
+        return len(self.state.calls) - 1
+
+    # -- the calls of the current turn ------------------------------------
+    def _drain(self) -> Ending | None:
+        state = self.state
+        while state.queue:
+            index = state.queue[0]
+            call = state.calls[index]
+            if call.status == "invalid":
+                self._answer(call, _error_of(call.error))
+                state.queue.pop(0)
+                continue
+            if self._stopped():
+                return Ending("cancelled")  # cancelled before the tool starts
+            tool = self.config.tools[str(call.tool)]
+            confirmed_by: str | None = None
+            if tool.needs_confirmation:
+                decided = self._confirmation(index, tool)
+                if isinstance(decided, Ending):
+                    return decided
+                if decided is None:  # rejected: it never runs
+                    state.queue.pop(0)
+                    continue
+                confirmed_by = decided
+            stop = self._execute(index, tool, confirmed_by)
+            if stop is not None:
+                return stop
+            state.queue.pop(0)
+        if state.results:
+            self.conversation.append("user", "\n".join(state.results))
+            state.results.clear()
+        return None
+
+    def _confirmation(self, index: int, tool: Tool) -> Ending | str | None:
+        """The person who confirmed, None when rejected, or an Ending that
+        pauses the run until a person decides."""
+        state, call = self.state, self.state.calls[index]
+        proposal = state.proposal
+        if proposal is None or proposal.call_id != call.call_id:
+            proposal = Proposal(tool=tool.name, arguments=call.arguments or {},
+                                call_id=call.call_id, owner=self.owner)
+            state.proposal = proposal
+            self._ask_policy(proposal)
+        decision = proposal.status
+        state.calls[index] = call = replace(call, policy_decision=proposal.policy_decision)
+        if decision == "pending":
+            state.calls[index] = replace(call, status="awaiting_confirmation")
+            return Ending("awaiting_confirmation", proposal=proposal)
+        state.proposal = None
+        if decision == "voided":
+            return Ending("cancelled")
+        if decision == "rejected":
+            state.calls[index] = call = replace(call, status="rejected")
+            reason = proposal.reason or "rejected"
+            self._answer(call, error_payload("rejected", f"not run: {reason}"))
+            return None
+        return str(proposal.confirmed_by)
+
+    def _ask_policy(self, proposal: Proposal) -> None:
+        policy = self.config.policy
+        if policy is None:
+            return
+        decision = policy(proposal)
+        if decision not in ("allow", "deny", None):
+            from ..errors import InvalidArgumentError
+
+            raise InvalidArgumentError(
+                f"a policy answers 'allow', 'deny' or None, got {decision!r}"
+            )
+        proposal._record_policy(decision)
+        if decision == "deny":
+            proposal.reject(reason="denied by policy")
+
+    def _execute(self, index: int, tool: Tool, confirmed_by: str | None) -> Ending | None:
+        seg, state = self.seg, self.state
+        call = replace(state.calls[index], started=True, confirmed_by=confirmed_by)
+        state.calls[index] = call
+        ctx = ToolContext(tool=tool.name, call_id=call.call_id, cancel=seg.token,
+                          confirmed_by=confirmed_by, remaining=seg.deadline.remaining)
+        watchdog = _watchdog(seg)
+        error: BaseException | None = None
+        value: Any = None
+        try:
+            value = tool.invoke(copy.deepcopy(call.arguments or {}), ctx)
+        except Exception as exc:  # noqa: BLE001 - a tool's failure is told to the model
+            error = exc
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+        if seg.token.cancelled():  # started, then cancelled: the result is discarded
+            state.calls[index] = replace(call, status="cancelled", error=error)
+            self._stopped()  # raises DeadlineError when the deadline was the cause
+            return Ending("cancelled")
+        if error is None:
+            try:
+                result_json = json.dumps(value, ensure_ascii=False, allow_nan=False,
+                                         default=_jsonable)
+            except (TypeError, ValueError) as exc:
+                error = exc
+        if error is not None:
+            state.calls[index] = call = replace(call, status="failed", error=error)
+            code = "cancelled" if isinstance(error, CancelledError) else "tool_error"
+            self._answer(call, error_payload(code, f"{type(error).__name__}: {error}"))
+            return None
+        self._deliver(index, tool, value, result_json)
+        seg.deadline.check()  # tool time counts against the total
+        return None
+
+    def _deliver(self, index: int, tool: Tool, value: Any, result_json: str) -> None:
+        call = replace(self.state.calls[index], status="completed", result=value,
+                       result_json=result_json)
+        delivered = result_json
+        if self.config.result_hook is not None:
+            delivered = self.config.result_hook(call, delivered)
+            if not isinstance(delivered, str):
+                raise TypeError(f"a result hook returns str, got {type(delivered).__name__}")
+        delivered = self._fit(delivered)
+        call = replace(call, delivered=delivered)
+        self.state.calls[index] = call
+        self.state.fields.extend(display_fields(tool, call))
+        self._answer(call, delivered)
+
+    def _answer(self, call: ToolCall, payload: str) -> None:
+        self.state.results.append(result_block(call.call_id, call.tool or "", payload))
+
+    # -- fitting results into the context ----------------------------------
+    def _fit(self, text: str) -> str:
+        budget = self._result_budget()
+        if budget is None:
+            return text
+        size = self._count(text)
+        if size <= budget:
+            return text
+        marker = f"\n...[result cut to fit the context; {len(text)} characters in full]"
+        keep = len(text) * budget // size
+        while keep > 0 and self._count(text[:keep] + marker) > budget:
+            keep = keep * 9 // 10
+        return text[:keep] + marker
+
+    def _result_budget(self) -> int | None:
+        if self.config.max_result_tokens is not None:
+            return self.config.max_result_tokens
+        info = getattr(self.config.model, "info", None)
+        length = getattr(info, "context_length", None)
+        return int(length) // 4 if isinstance(length, int) and length > 0 else None
+
+    def _count(self, text: str) -> int:
+        tokenize = getattr(self.config.model, "tokenize", None)
+        if tokenize is None:
+            return len(text.encode("utf-8"))
+        return len(tokenize(text, add_bos=False, special=False))
+
+
+def close_turn(conversation: Conversation, state: RunState, reason: str) -> None:
+    """Ends the current turn of a run that stops early: calls that never
+    started are marked cancelled and the model is told, so the conversation
+    stays well formed for the next run."""
+    for index in state.queue:
+        call = state.calls[index]
+        if call.status == "invalid":
+            payload = _error_of(call.error)
+        else:
+            state.calls[index] = call = replace(call, status="cancelled")
+            payload = error_payload(reason, f"not run: the run was {reason}")
+        state.results.append(result_block(call.call_id, call.tool or "", payload))
+    state.queue.clear()
+    if state.proposal is not None:
+        state.proposal._void()
+        state.proposal = None
+    if state.results:
+        conversation.append("user", "\n".join(state.results))
+        state.results.clear()
+
+
+def _error_of(error: BaseException | None) -> str:
+    location = getattr(error, "location", None)
+    code = getattr(error, "code", "invalid_call")
+    return error_payload(str(code), str(error), location)
+
+
+def _assistant_text(text: str, bodies: list[str], *, forced: bool) -> str:
+    """What the conversation keeps of a turn with calls: up to the last call."""
+    if forced:
+        return f"{CALL_OPEN}{bodies[0]}{CALL_CLOSE}"
+    end = text.rfind(CALL_CLOSE)
+    return text[: end + len(CALL_CLOSE)] if end >= 0 else text
+
+
+def _envelope_schema(tool: Tool) -> dict[str, Any]:
+    """The grammar that forces a call of `tool`."""
+    return {
+        "type": "object",
+        "properties": {"name": {"type": "string", "const": tool.name},
+                       "arguments": tool.parameters},
+        "required": ["name", "arguments"],
+        "additionalProperties": False,
+    }
+
+
+def _watchdog(seg: Segment) -> threading.Timer | None:
+    """Sets the cancel flag when the total deadline passes during a tool, so
+    the handler's ctx.cancelled() turns true."""
+    left = seg.deadline.remaining()
+    if left is None:
+        return None
+
+    def fire() -> None:
+        seg.deadline_hit = True
+        seg.token.cancel()
+        seg.wake.set()
+
+    timer = threading.Timer(max(left, 0.0), fire)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _jsonable(value: Any) -> Any:
+    """json.dumps default: dataclasses and pydantic models as objects."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    raise TypeError(f"a tool result of type {type(value).__name__} is not JSON-serializable")

@@ -1,0 +1,124 @@
+"""The tool-call syntax, documented for users and models alike.
+
+A model calls a tool by writing, then ending its turn::
+
+    <tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>
+
+``arguments`` is a JSON object (a JSON string holding one is also read).
+The SDK answers in the next user turn, one block per call::
+
+    <tool_result call_id="call_3f2a..." name="get_weather">
+    {"temp_c": 21.5}
+    </tool_result>
+
+The payload is the handler's result as JSON (after any result hook and any
+cut to fit the context), or ``{"error": {"code": ..., "message": ...}}``.
+When a tool is forced (``tool_choice="name"``) the model writes the bare
+JSON object, constrained by a grammar.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import OutputValidationError
+from ..tools.arguments import json_type
+from ..tools.strict_json import strict_loads
+
+__all__ = ["CALL_CLOSE", "CALL_OPEN", "ParsedCall", "error_payload", "parse_calls",
+           "parse_envelope", "result_block", "split_calls"]
+
+CALL_OPEN = "<tool_call>"
+CALL_CLOSE = "</tool_call>"
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    """One call as written: its raw text, and name/arguments or the error."""
+
+    raw: str
+    name: str | None
+    arguments: dict[str, Any] | None
+    error: OutputValidationError | None
+
+
+def split_calls(text: str) -> tuple[str, list[str]]:
+    """(text before the first call, [raw call bodies]).  A call without its
+    closing tag (cut by max_tokens) is returned as is, to be refused."""
+    head, sep, rest = text.partition(CALL_OPEN)
+    bodies: list[str] = []
+    while sep:
+        body, closed, rest = rest.partition(CALL_CLOSE)
+        if not closed:
+            bodies.append(CALL_OPEN + body)  # marks it unterminated
+            break
+        bodies.append(body)
+        _, sep, rest = rest.partition(CALL_OPEN)
+    return head, bodies
+
+
+def parse_calls(text: str) -> list[ParsedCall]:
+    """Every call in a model turn, in order."""
+    return [parse_envelope(body) for body in split_calls(text)[1]]
+
+
+def parse_envelope(body: str) -> ParsedCall:
+    """Reads ``{"name": ..., "arguments": ...}`` strictly.  Argument errors
+    carry locations relative to the arguments object."""
+    if body.startswith(CALL_OPEN):
+        return ParsedCall(body, None, None, OutputValidationError(
+            "the tool call was cut off before </tool_call> (max_tokens?)"))
+    try:
+        envelope = strict_loads(body)
+    except OutputValidationError as exc:
+        return ParsedCall(body, _peek_name(body), None, _relative(exc))
+    if not isinstance(envelope, dict) or not isinstance(envelope.get("name"), str):
+        return ParsedCall(body, None, None, OutputValidationError(
+            'a tool call is {"name": "...", "arguments": {...}}', location=None))
+    name = envelope["name"]
+    extra = set(envelope) - {"name", "arguments"}
+    if extra:
+        return ParsedCall(body, name, None, OutputValidationError(
+            f"unknown field {sorted(extra)[0]!r} in the tool call", location=None))
+    arguments = envelope.get("arguments", {})
+    if isinstance(arguments, str):
+        try:
+            arguments = strict_loads(arguments)
+        except OutputValidationError as exc:
+            return ParsedCall(body, name, None, exc)
+    if not isinstance(arguments, dict):
+        return ParsedCall(body, name, None, OutputValidationError(
+            f"arguments must be a JSON object, got {json_type(arguments)}", location=""))
+    return ParsedCall(body, name, arguments, None)
+
+
+def _relative(exc: OutputValidationError) -> OutputValidationError:
+    location = exc.location
+    if location is not None and (location == "/arguments" or location.startswith("/arguments/")):
+        return OutputValidationError(str(exc), location=location[len("/arguments"):])
+    return OutputValidationError(f"in the tool call envelope: {exc}", location=None)
+
+
+def _peek_name(body: str) -> str | None:
+    """The tool name from a call whose arguments were refused, for the record."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    name = value.get("name") if isinstance(value, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def result_block(call_id: str, name: str, payload: str) -> str:
+    """The text that carries one call's payload back to the model."""
+    head = f"<tool_result call_id={json.dumps(call_id)} name={json.dumps(name, ensure_ascii=False)}"
+    return f"{head}>\n{payload}\n</tool_result>"
+
+
+def error_payload(code: str, message: str, location: str | None = None) -> str:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if location is not None:
+        error["location"] = location
+    return json.dumps({"error": error}, ensure_ascii=False)

@@ -1,0 +1,97 @@
+"""Retries: only for a busy model or service, a model that is not ready, and
+a refused connection; exponential backoff with jitter; never sleeping into
+or starting an attempt past the total deadline.
+
+    policy = RetryPolicy(max_retries=4, initial_delay=0.05)
+    generation = policy.call(lambda: model.generate(prompt), deadline=deadline)
+
+Delay before retry ``k`` (0-based): ``min(max_delay, initial_delay *
+multiplier**k)``, scaled by a random factor in ``[1 - jitter, 1]``.  When
+that sleep would reach the total deadline, the policy stops and raises the
+last error (the cause, not a timeout): no attempt can start after the
+deadline.  An attempt is never started once the deadline has passed
+(:class:`DeadlineError`, ``limit == "total"``).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from .errors import AdilError, BusyError, ModelNotReadyError, ServiceConnectionError
+from .timeouts import Deadline
+
+__all__ = ["RetryPolicy", "is_retryable"]
+
+T = TypeVar("T")
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Busy, model not ready, or a connection that was refused (the service
+    is not up yet); nothing else, in particular no dropped connection, whose
+    request may already have had effects."""
+    if isinstance(error, BusyError | ModelNotReadyError):
+        return True
+    return isinstance(error, ServiceConnectionError) and bool(getattr(error, "refused", False))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    """How often and how patiently to retry (times in seconds)."""
+
+    max_retries: int = 5
+    initial_delay: float = 0.05
+    max_delay: float = 2.0
+    multiplier: float = 2.0
+    jitter: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        if not 0 < self.initial_delay <= self.max_delay:
+            raise ValueError("need 0 < initial_delay <= max_delay")
+        if self.multiplier < 1:
+            raise ValueError(f"multiplier must be >= 1, got {self.multiplier}")
+        if not 0 <= self.jitter < 1:
+            raise ValueError(f"jitter must be in [0, 1), got {self.jitter}")
+
+    def base_delay(self, retry: int) -> float:
+        """The delay before retry `retry` (0-based) without jitter."""
+        return min(self.max_delay, self.initial_delay * self.multiplier ** min(retry, 64))
+
+    def delay(self, retry: int, rng: random.Random) -> float:
+        """The jittered delay before retry `retry`."""
+        return self.base_delay(retry) * (1.0 - self.jitter * rng.random())
+
+    def call(
+        self,
+        attempt: Callable[[], T],
+        *,
+        deadline: Deadline | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> T:
+        """Calls `attempt` until it succeeds, fails with an error that is not
+        retryable, runs out of retries, or the next try would pass the
+        deadline.  `should_stop` (e.g. a cancel flag) ends the retries early:
+        the last error is raised."""
+        rng = rng or random.Random()
+        retry = 0
+        while True:
+            if deadline is not None:
+                deadline.check()
+            try:
+                return attempt()
+            except AdilError as error:
+                if not is_retryable(error) or retry >= self.max_retries:
+                    raise
+                pause = self.delay(retry, rng)
+                left = deadline.remaining() if deadline is not None else None
+                if (left is not None and pause >= left) or (should_stop and should_stop()):
+                    raise
+                sleep(pause)
+                retry += 1
