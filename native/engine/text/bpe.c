@@ -1,0 +1,289 @@
+/*
+ * bpe.c — byte-level BPE of the "gpt2" tokenizer model (llama 3, qwen 2).
+ *
+ * A raw fragment is decoded to code points (invalid UTF-8 becomes U+FFFD),
+ * split into words by the pre-tokenizer, and each word's UTF-8 bytes are
+ * written as GPT-2's printable code points (byte 0x20 ' ' becomes U+0120
+ * 'Ġ', ...), the alphabet the vocabulary and merges are written in.  Within
+ * a word, adjacent symbols merge lowest merge rank first (ties: leftmost)
+ * with a min-heap; llama-3's pre-tokenizer also takes a whole word that is a
+ * token as is ("ignore merges").
+ */
+#include "text/tokenizer_internal.h"
+#include "text/unicode.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- GPT-2's byte <-> code point map -------------------------------------- */
+
+static bool byte_is_printable(unsigned b)
+{
+    return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+}
+
+void adil_bpe_init_byte_map(adil_tokenizer *tok)
+{
+    /* Printable Latin-1 bytes stand for themselves; the other 68 bytes take
+     * the code points from U+0100 on, in byte order. */
+    uint32_t next = 0x100;
+    for (unsigned b = 0; b < 256; b++) {
+        tok->byte_to_cp[b] = byte_is_printable(b) ? b : next++;
+    }
+}
+
+int adil_bpe_byte_of_cp(const adil_tokenizer *tok, uint32_t cp)
+{
+    if (cp < 256 && byte_is_printable(cp)) {
+        return (int)cp;
+    }
+    if (cp >= 0x100 && cp < 0x100 + 68) {
+        for (unsigned b = 0; b < 256; b++) {
+            if (tok->byte_to_cp[b] == cp) {
+                return (int)b;
+            }
+        }
+    }
+    return -1;
+}
+
+/* ---- merging ------------------------------------------------------------- */
+
+typedef struct bpe_symbol {
+    int32_t prev, next;
+    uint32_t start, n;             /* bytes of the encoded word; n = 0 once merged */
+} bpe_symbol;
+
+typedef struct bpe_pair {
+    int32_t rank, left, right;
+    uint32_t size;
+} bpe_pair;
+
+typedef struct bpe_heap {
+    bpe_pair *data;
+    size_t n, cap;
+} bpe_heap;
+
+/* True when a merges before b: lower rank, then leftmost. */
+static bool before(const bpe_pair *a, const bpe_pair *b)
+{
+    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+}
+
+static adil_status heap_push(bpe_heap *h, bpe_pair p)
+{
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 32;
+        bpe_pair *d = realloc(h->data, cap * sizeof *d);
+        if (!d) {
+            return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenize: out of memory for %zu pairs", cap);
+        }
+        h->data = d;
+        h->cap = cap;
+    }
+    size_t i = h->n++;
+    while (i > 0 && before(&p, &h->data[(i - 1) / 2])) {
+        h->data[i] = h->data[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->data[i] = p;
+    return ADIL_OK;
+}
+
+static bpe_pair heap_pop(bpe_heap *h)
+{
+    bpe_pair top = h->data[0], last = h->data[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n) {
+            break;
+        }
+        if (c + 1 < h->n && before(&h->data[c + 1], &h->data[c])) {
+            c++;
+        }
+        if (!before(&h->data[c], &last)) {
+            break;
+        }
+        h->data[i] = h->data[c];
+        i = c;
+    }
+    if (h->n > 0) {
+        h->data[i] = last;
+    }
+    return top;
+}
+
+/* Per-call scratch, reused across the words of a fragment. */
+typedef struct bpe_work {
+    char *word;                    /* the encoded word */
+    size_t word_cap;
+    bpe_symbol *syms;
+    size_t syms_cap;
+    bpe_heap heap;
+} bpe_work;
+
+static adil_status try_pair(const adil_tokenizer *tok, bpe_work *w, int32_t left, int32_t right)
+{
+    if (left < 0 || right < 0) {
+        return ADIL_OK;
+    }
+    const bpe_symbol *l = &w->syms[left], *r = &w->syms[right];
+    int32_t rank = adil_merge_rank(tok, w->word + l->start, l->n, w->word + r->start, r->n);
+    if (rank < 0) {
+        return ADIL_OK;
+    }
+    bpe_pair p = {.rank = rank, .left = left, .right = right, .size = l->n + r->n};
+    return heap_push(&w->heap, p);
+}
+
+static adil_status merge_word(const adil_tokenizer *tok, bpe_work *w, size_t n_syms)
+{
+    adil_status st = ADIL_OK;
+    w->heap.n = 0;
+    for (size_t i = 1; i < n_syms && st == ADIL_OK; i++) {
+        st = try_pair(tok, w, (int32_t)i - 1, (int32_t)i);
+    }
+    while (st == ADIL_OK && w->heap.n > 0) {
+        bpe_pair p = heap_pop(&w->heap);
+        bpe_symbol *l = &w->syms[p.left], *r = &w->syms[p.right];
+        if (l->n == 0 || r->n == 0 || l->n + r->n != p.size) {
+            continue; /* stale */
+        }
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0) {
+            w->syms[r->next].prev = p.left;
+        }
+        st = try_pair(tok, w, l->prev, p.left);
+        if (st == ADIL_OK) {
+            st = try_pair(tok, w, p.left, l->next);
+        }
+    }
+    return st;
+}
+
+/* Emits a merged symbol: its token, else the tokens of its single bytes
+ * that exist (llama.cpp drops the others). */
+static adil_status emit_symbol(const adil_tokenizer *tok, const char *s, size_t n, adil_ids *out)
+{
+    int32_t id = adil_vocab_find(tok, s, n);
+    if (id >= 0) {
+        return adil_ids_push(out, id);
+    }
+    for (size_t i = 0; i < n; i++) {
+        int32_t b = adil_vocab_find(tok, s + i, 1);
+        if (b >= 0) {
+            adil_status st = adil_ids_push(out, b);
+            if (st != ADIL_OK) {
+                return st;
+            }
+        }
+    }
+    return ADIL_OK;
+}
+
+static adil_status grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) {
+        return ADIL_OK;
+    }
+    size_t cap2 = need < 64 ? 64 : need * 2;
+    void *q = realloc(*p, cap2 * elem);
+    if (!q) {
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenize: out of memory (%zu bytes)",
+                         cap2 * elem);
+    }
+    *p = q;
+    *cap = cap2;
+    return ADIL_OK;
+}
+
+/* Writes word = the byte-level encoding of cps[0..n); returns its length. */
+static adil_status encode_word(const adil_tokenizer *tok, bpe_work *w, const uint32_t *cps,
+                               size_t n, size_t *len)
+{
+    /* Each code point has at most 4 bytes, each byte becomes at most 2. */
+    adil_status st = grow((void **)&w->word, &w->word_cap, n * 8, 1);
+    if (st != ADIL_OK) {
+        return st;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t raw[4];
+        size_t nb = adil_utf8_encode(cps[i], raw);
+        for (size_t j = 0; j < nb; j++) {
+            k += adil_utf8_encode(tok->byte_to_cp[raw[j]], (uint8_t *)w->word + k);
+        }
+    }
+    *len = k;
+    return ADIL_OK;
+}
+
+static adil_status tokenize_word(const adil_tokenizer *tok, bpe_work *w, const uint32_t *cps,
+                                 size_t n, adil_ids *out)
+{
+    size_t len;
+    adil_status st = encode_word(tok, w, cps, n, &len);
+    if (st != ADIL_OK) {
+        return st;
+    }
+    if (tok->pretok == ADIL_PRETOK_LLAMA3) {
+        int32_t id = adil_vocab_find(tok, w->word, len);
+        if (id >= 0) {
+            return adil_ids_push(out, id); /* ignore_merges: a whole-word token wins */
+        }
+    }
+    st = grow((void **)&w->syms, &w->syms_cap, len, sizeof *w->syms);
+    if (st != ADIL_OK) {
+        return st;
+    }
+    size_t n_syms = 0;
+    for (size_t off = 0; off < len;) {
+        size_t c = adil_utf8_len((uint8_t)w->word[off]);
+        c = c > len - off ? len - off : c;
+        w->syms[n_syms] = (bpe_symbol){.prev = (int32_t)n_syms - 1, .next = -1,
+                                       .start = (uint32_t)off, .n = (uint32_t)c};
+        if (n_syms > 0) {
+            w->syms[n_syms - 1].next = (int32_t)n_syms;
+        }
+        n_syms++;
+        off += c;
+    }
+    st = merge_word(tok, w, n_syms);
+    for (int32_t i = 0; st == ADIL_OK && n_syms > 0 && i >= 0; i = w->syms[i].next) {
+        st = emit_symbol(tok, w->word + w->syms[i].start, w->syms[i].n, out);
+    }
+    return st;
+}
+
+adil_status adil_bpe_tokenize(const adil_tokenizer *tok, const char *text, size_t len,
+                              adil_ids *out)
+{
+    uint32_t *cps = malloc((len ? len : 1) * sizeof *cps);
+    size_t *lens = malloc((len ? len : 1) * sizeof *lens);
+    bpe_work w = {0};
+    adil_status st = ADIL_OK;
+    if (!cps || !lens) {
+        st = adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenize: out of memory for %zu bytes", len);
+    }
+    size_t n = 0, n_words = 0;
+    for (size_t pos = 0; st == ADIL_OK && pos < len;) {
+        cps[n++] = adil_utf8_decode((const uint8_t *)text, len, &pos);
+    }
+    if (st == ADIL_OK) {
+        adil_pretokenize(tok->pretok, cps, n, lens, &n_words);
+    }
+    size_t at = 0;
+    for (size_t i = 0; st == ADIL_OK && i < n_words; i++) {
+        st = tokenize_word(tok, &w, cps + at, lens[i], out);
+        at += lens[i];
+    }
+    free(w.word);
+    free(w.syms);
+    free(w.heap.data);
+    free(lens);
+    free(cps);
+    return st;
+}
