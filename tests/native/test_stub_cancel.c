@@ -150,14 +150,14 @@ static void test_deadlines(const stub_api *api, adil_engine *engine)
     CHECK_STATUS(api, out.status, ADIL_STATUS_DEADLINE);
     CHECK_HAS(out.error, "read deadline of 10 ms expired waiting for token 1");
     CHECK(out.stats.stop_reason == ADIL_STOP_DEADLINE_READ && out.len == 0);
-    CHECK(elapsed >= 10.0 && elapsed < 40.0);
+    CHECK(elapsed >= 10.0 && elapsed < 50.0);   /* before the first token was due */
     api->context_free(ctx);
     api->model_free(model);
 
     /* Total: the tokens made before the deadline stay in the step's output. */
     CHECK_STATUS(api, test_load_text(api, engine,
-                                     "{\"turns\": [{\"text\": \"0123456789012345678901234567890123456789\"}],"
-                                     " \"token_delay_ms\": 4}",
+                                     "{\"turns\": [{\"text\": \"0123456789012345678901234567890123456789"
+                                     "0123456789012345678901234567890123456789\"}], \"token_delay_ms\": 4}",
                                      &model),
                  ADIL_OK);
     ctx = test_new_context(api, model, 0);
@@ -172,9 +172,10 @@ static void test_deadlines(const stub_api *api, adil_engine *engine)
     CHECK_STATUS(api, out.status, ADIL_STATUS_DEADLINE);
     CHECK_HAS(out.error, "total deadline of 30 ms expired");
     CHECK(out.stats.stop_reason == ADIL_STOP_DEADLINE_TOTAL);
-    CHECK(out.steps == 1 && out.len >= 3 && out.len <= 7 && out.stats.n_generated == out.len);
+    /* Tokens at 4, 8, ... 28 ms: at most 7 before the deadline, far fewer than the 80 of the turn. */
+    CHECK(out.steps == 1 && out.len >= 1 && out.len <= 7 && out.stats.n_generated == out.len);
     CHECK(memcmp(out.text, "0123456", out.len) == 0);
-    CHECK(elapsed >= 30.0 && elapsed < 60.0);
+    CHECK(elapsed >= 30.0 && elapsed < 200.0);
     /* After the stop: zero tokens and ADIL_OK. */
     int32_t tokens[4];
     size_t n = 5;
