@@ -11,7 +11,16 @@
 
 #include "adil/adil.h"
 #include "adil_common.h"
+#include "compute/threadpool.h"
+#include "format/gguf.h"
+#include "models/transformer.h"
+#include "text/sampler.h"
+#include "text/tokenizer.h"
+#include "text/tokenizer_gguf.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define ADIL_CPU_ENGINE_NAME "adil-cpu"
@@ -21,6 +30,46 @@ struct adil_engine {
     uint32_t n_threads;            /* default thread count for models (>= 1) */
     char backend[16];              /* "cpu" */
 };
+
+struct adil_model {
+    adil_engine *engine;
+    gguf_file *file;               /* the mapped (or read) GGUF; weights point into it */
+    void *file_bytes;              /* the file's bytes when loaded without mmap, else NULL */
+    const adil_arch *arch;
+    adil_transformer tf;           /* hyperparameters and weights */
+    adil_tokenizer *tok;
+    adil_pool *pool;               /* n_threads workers, shared by contexts that use as many */
+    pthread_mutex_t compute_lock;  /* one forward pass at a time on `pool` */
+    _Atomic(adil_run *) live_run;  /* the one run the model serves, or NULL */
+    char *name;                    /* general.name or the file name */
+    char *chat_template;           /* tokenizer.chat_template, or NULL */
+    adil_model_info info;          /* filled at load; strings point at the fields above */
+};
+
+struct adil_context {
+    adil_model *model;
+    uint32_t n_ctx;                /* window in tokens */
+    uint32_t n_batch;              /* prompt tokens per forward pass */
+    adil_pool *own_pool;           /* when the context asked for another thread count */
+    bool shared_pool;              /* fw.pool is the model's: take compute_lock */
+    adil_forward fw;               /* KV cache and activations */
+    int32_t *tokens;               /* (n_ctx) the tokens whose keys/values the cache holds */
+    uint32_t n_past;               /* valid positions of the cache */
+    float *logits;                 /* (n_vocab) the last position's logits */
+    adil_run *run;                 /* the live run on this context, or NULL */
+};
+
+/* Evaluates tokens[0..n) at positions ctx->n_past.. in batches of n_batch,
+ * appending them to the cache.  Writes (n, n_vocab) logits to `all` when it
+ * is not NULL, else the last position's to ctx->logits.  `stop` (may be
+ * NULL) is polled between batches and layers; a stop or an error leaves
+ * n_past at the end of the last whole batch. */
+adil_status adil_context_eval(adil_context *ctx, const int32_t *tokens, size_t n, float *all,
+                              adil_stop_fn stop, void *stop_user);
+
+/* Non-zero when `token` is out of [0, n_vocab) for `model`; index of the
+ * first bad one in *bad. */
+bool adil_tokens_invalid(const adil_model *model, const int32_t *tokens, size_t n, size_t *bad);
 
 /* The number of CPU cores available to this process (>= 1). */
 uint32_t adil_cpu_count(void);

@@ -1,0 +1,133 @@
+/*
+ * context.c — contexts (one sequence's KV cache, activations and threads),
+ * the batched evaluation both runs and adil_context_logits use, and
+ * teacher-forced logits.
+ */
+#include "engine_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ADIL_MAX_CTX (1u << 20)
+
+static adil_status pick_pool(adil_context *ctx, uint32_t n_threads) {
+    adil_model *m = ctx->model;
+    if (n_threads == 0 || (int)n_threads == adil_pool_n_threads(m->pool)) {
+        ctx->shared_pool = true;
+        return ADIL_OK;
+    }
+    if (n_threads > ADIL_POOL_MAX_THREADS) n_threads = ADIL_POOL_MAX_THREADS;
+    return adil_pool_create((int)n_threads, &ctx->own_pool);
+}
+
+ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_params *params,
+                                      adil_context **out) {
+    if (out) *out = NULL;
+    if (!model || !out)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_new: model and out are required");
+    adil_context_params p;
+    adil_context_default_params(&p);
+    adil_status st = adil_copy_params(&p, sizeof p, params, sizeof(adil_context_params), "adil_context_params");
+    if (st != ADIL_OK) return st;
+    uint32_t n_ctx = p.n_ctx;
+    if (n_ctx == 0) n_ctx = model->tf.hp.n_ctx_train < 4096 ? model->tf.hp.n_ctx_train : 4096;
+    if (n_ctx > ADIL_MAX_CTX)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_new: n_ctx: expected 1..%u, got %u",
+                         ADIL_MAX_CTX, n_ctx);
+    uint32_t n_batch = p.n_batch ? p.n_batch : 512;
+    if (n_batch > n_ctx) n_batch = n_ctx;
+
+    adil_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_context_new: out of memory");
+    ctx->model = model;
+    ctx->n_ctx = n_ctx;
+    ctx->n_batch = n_batch;
+    st = pick_pool(ctx, p.n_threads);
+    if (st == ADIL_OK)
+        st = adil_forward_init(&ctx->fw, &model->tf, n_ctx, n_batch,
+                               ctx->shared_pool ? model->pool : ctx->own_pool);
+    if (st == ADIL_OK) {
+        ctx->tokens = malloc((size_t)n_ctx * sizeof *ctx->tokens);
+        ctx->logits = malloc((size_t)model->tf.hp.n_vocab * sizeof *ctx->logits);
+        if (!ctx->tokens || !ctx->logits)
+            st = adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_context_new: out of memory");
+    }
+    if (st != ADIL_OK) {
+        adil_context_free(ctx);
+        return st;
+    }
+    *out = ctx;
+    adil_clear_error();
+    return ADIL_OK;
+}
+
+ADIL_API void adil_context_free(adil_context *ctx) {
+    if (!ctx) return;
+    adil_forward_free(&ctx->fw);
+    adil_pool_free(ctx->own_pool);
+    free(ctx->tokens);
+    free(ctx->logits);
+    free(ctx);
+}
+
+ADIL_API uint32_t adil_context_size(const adil_context *ctx) { return ctx ? ctx->n_ctx : 0; }
+
+/* One forward pass of at most n_batch tokens at ctx->n_past. */
+static adil_status eval_batch(adil_context *ctx, const int32_t *tokens, int64_t T, float *logits,
+                              bool all_logits) {
+    adil_model *m = ctx->model;
+    if (ctx->shared_pool) pthread_mutex_lock(&m->compute_lock);
+    adil_status st = m->arch->forward(&m->tf, &ctx->fw, tokens, T, ctx->n_past, logits, all_logits);
+    if (ctx->shared_pool) pthread_mutex_unlock(&m->compute_lock);
+    if (st != ADIL_OK) return st;
+    memcpy(ctx->tokens + ctx->n_past, tokens, (size_t)T * sizeof *tokens);
+    ctx->n_past += (uint32_t)T;
+    return ADIL_OK;
+}
+
+adil_status adil_context_eval(adil_context *ctx, const int32_t *tokens, size_t n, float *all,
+                              adil_stop_fn stop, void *stop_user) {
+    const int64_t n_vocab = ctx->model->tf.hp.n_vocab;
+    if (n > ctx->n_ctx - ctx->n_past)
+        return adil_fail(ADIL_STATUS_CONTEXT_LENGTH,
+                         "context: %u cached + %zu new tokens exceed the context window of %u tokens",
+                         ctx->n_past, n, ctx->n_ctx);
+    ctx->fw.stop = stop;
+    ctx->fw.stop_user = stop_user;
+    adil_status st = ADIL_OK;
+    for (size_t done = 0; st == ADIL_OK && done < n; done += ctx->n_batch) {
+        const int64_t T = (int64_t)(n - done < ctx->n_batch ? n - done : ctx->n_batch);
+        const bool last = done + (size_t)T == n;
+        float *logits = all ? all + (int64_t)done * n_vocab : (last ? ctx->logits : NULL);
+        st = eval_batch(ctx, tokens + done, T, logits, all != NULL);
+    }
+    ctx->fw.stop = NULL;
+    ctx->fw.stop_user = NULL;
+    return st;
+}
+
+ADIL_API adil_status adil_context_logits(adil_context *ctx, const int32_t *tokens, size_t n_tokens,
+                                         float *logits, size_t capacity) {
+    if (!ctx || (n_tokens && (!tokens || !logits)))
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_context_logits: ctx, tokens and logits are required");
+    if (ctx->run)
+        return adil_fail(ADIL_STATUS_BUSY, "adil_context_logits: the context serves a run; free it first");
+    const size_t n_vocab = (size_t)ctx->model->tf.hp.n_vocab;
+    if (n_tokens > ctx->n_ctx)
+        return adil_fail(ADIL_STATUS_CONTEXT_LENGTH,
+                         "adil_context_logits: %zu tokens exceed the context window of %u tokens",
+                         n_tokens, ctx->n_ctx);
+    if (capacity / n_vocab < n_tokens)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_context_logits: capacity: expected >= %zu floats (%zu x %zu), got %zu",
+                         n_tokens * n_vocab, n_tokens, n_vocab, capacity);
+    size_t bad = 0;
+    if (adil_tokens_invalid(ctx->model, tokens, n_tokens, &bad))
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_logits: token %d at index %zu: expected 0..%zu",
+                         tokens[bad], bad, n_vocab - 1);
+    ctx->n_past = 0; /* from an empty cache */
+    adil_status st = adil_context_eval(ctx, tokens, n_tokens, logits, NULL, NULL);
+    if (st == ADIL_OK) adil_clear_error();
+    return st;
+}

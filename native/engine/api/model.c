@@ -1,0 +1,182 @@
+/*
+ * model.c — adil_model_load and friends: GGUF file → architecture (weights
+ * bound in place) → tokenizer → thread pool.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "engine_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A NUL-terminated copy of a GGUF string (NULL when out of memory). */
+static char *str_dup(gguf_str s) {
+    char *p = malloc((size_t)s.len + 1);
+    if (!p) return NULL;
+    memcpy(p, s.ptr, (size_t)s.len);
+    p[s.len] = '\0';
+    return p;
+}
+
+/* Reads the whole file into 64-byte aligned memory (use_mmap = 0). */
+static adil_status read_whole_file(const char *path, void **bytes, size_t *size) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return adil_fail(ADIL_STATUS_IO, "model: cannot open '%s': %s", path, strerror(errno));
+    adil_status st = ADIL_OK;
+    long len = -1;
+    if (fseek(fp, 0, SEEK_END) == 0) len = ftell(fp);
+    if (len < 0 || fseek(fp, 0, SEEK_SET) != 0) {
+        st = adil_fail(ADIL_STATUS_IO, "model: cannot size '%s': %s", path, strerror(errno));
+    } else {
+        *bytes = aligned_alloc(64, ((size_t)len + 63) / 64 * 64 + 64);
+        if (!*bytes)
+            st = adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "model: cannot allocate %ld bytes for '%s'", len, path);
+        else if (fread(*bytes, 1, (size_t)len, fp) != (size_t)len)
+            st = adil_fail(ADIL_STATUS_IO, "model: cannot read %ld bytes of '%s'", len, path);
+        *size = (size_t)len;
+    }
+    fclose(fp);
+    return st;
+}
+
+static adil_status open_file(adil_model *m, const char *path, bool use_mmap) {
+    if (use_mmap) return gguf_open_file(path, &m->file);
+    size_t size = 0;
+    adil_status st = read_whole_file(path, &m->file_bytes, &size);
+    return st == ADIL_OK ? gguf_open_memory(m->file_bytes, size, &m->file) : st;
+}
+
+/* general.architecture → the architecture's loader. */
+static adil_status load_architecture(adil_model *m) {
+    gguf_str arch;
+    adil_status st = gguf_get_str(m->file, "general.architecture", &arch, NULL);
+    if (st != ADIL_OK) return st;
+    m->arch = adil_arch_find(arch.ptr, (size_t)arch.len);
+    if (!m->arch)
+        return adil_fail(ADIL_STATUS_CAPABILITY,
+                         "model: architecture '%.*s' is not supported by the %s engine "
+                         "(supported: llama, gemma3)",
+                         (int)(arch.len > 64 ? 64 : arch.len), arch.ptr, ADIL_CPU_ENGINE_NAME);
+    return m->arch->load(m->file, &m->tf);
+}
+
+/* name, chat template and the info struct. */
+static adil_status fill_info(adil_model *m, const char *path) {
+    gguf_str s;
+    bool found = false;
+    adil_status st = gguf_get_str(m->file, "general.name", &s, &found);
+    if (st != ADIL_OK) return st;
+    if (!found) {
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        s = (gguf_str){base, strlen(base)};
+    }
+    m->name = str_dup(s);
+    st = gguf_get_str(m->file, "tokenizer.chat_template", &s, &found);
+    if (st != ADIL_OK) return st;
+    if (found) m->chat_template = str_dup(s);
+    if (!m->name || (found && !m->chat_template))
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "model: out of memory");
+
+    adil_tokenizer_info ti;
+    adil_tokenizer_get_info(m->tok, &ti);
+    adil_model_info *info = &m->info;
+    info->struct_size = sizeof *info;
+    info->architecture = m->arch->name;
+    info->name = m->name;
+    info->chat_template = m->chat_template;
+    info->n_vocab = (uint32_t)m->tf.hp.n_vocab;
+    info->n_ctx_train = m->tf.hp.n_ctx_train;
+    info->bos_token = ti.bos_id;
+    info->eos_token = ti.eos_id;
+    info->eot_token = ti.eot_id;
+    info->add_bos = ti.add_bos;
+    info->n_params = m->tf.n_params;
+    info->size_bytes = m->tf.n_bytes;
+    info->n_threads = (uint32_t)adil_pool_n_threads(m->pool);
+    return ADIL_OK;
+}
+
+static adil_status load(adil_model *m, const char *path, const adil_model_params *p) {
+    adil_status st = open_file(m, path, p->use_mmap != 0);
+    if (st == ADIL_OK) st = load_architecture(m);
+    if (st == ADIL_OK) st = adil_tokenizer_from_gguf(m->file, &m->tok);
+    if (st != ADIL_OK) return st;
+    adil_tokenizer_info ti;
+    adil_tokenizer_get_info(m->tok, &ti);
+    if ((int64_t)ti.n_vocab > m->tf.hp.n_vocab)
+        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
+                         "model: tokenizer has %u tokens: expected at most the %lld rows of "
+                         "token_embd.weight", ti.n_vocab, (long long)m->tf.hp.n_vocab);
+    uint32_t n_threads = p->n_threads ? p->n_threads : m->engine->n_threads;
+    if (n_threads > ADIL_POOL_MAX_THREADS) n_threads = ADIL_POOL_MAX_THREADS;
+    st = adil_pool_create((int)n_threads, &m->pool);
+    if (st == ADIL_OK) st = fill_info(m, path);
+    return st;
+}
+
+ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path,
+                                     const adil_model_params *params, adil_model **out) {
+    if (out) *out = NULL;
+    if (!engine || !path || !out)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_model_load: engine, path and out are required");
+    adil_model_params p;
+    adil_model_default_params(&p);
+    adil_status st = adil_copy_params(&p, sizeof p, params, sizeof(adil_model_params), "adil_model_params");
+    if (st != ADIL_OK) return st;
+
+    adil_model *m = calloc(1, sizeof *m);
+    if (!m) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_model_load: out of memory");
+    m->engine = engine;
+    pthread_mutex_init(&m->compute_lock, NULL);
+    atomic_init(&m->live_run, NULL);
+    st = load(m, path, &p);
+    if (st != ADIL_OK) {
+        adil_model_free(m);
+        return st;
+    }
+    *out = m;
+    adil_clear_error();
+    return ADIL_OK;
+}
+
+ADIL_API void adil_model_free(adil_model *m) {
+    if (!m) return;
+    adil_pool_free(m->pool);
+    adil_tokenizer_free(m->tok);
+    adil_transformer_free(&m->tf);
+    gguf_close(m->file);
+    free(m->file_bytes);
+    free(m->name);
+    free(m->chat_template);
+    pthread_mutex_destroy(&m->compute_lock);
+    free(m);
+}
+
+ADIL_API adil_status adil_model_get_info(const adil_model *model, adil_model_info *out) {
+    if (!model || !out)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_model_get_info: model and out are required");
+    if (out->struct_size < sizeof(adil_model_info))
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_model_get_info: struct_size: expected >= %zu, got %u",
+                         sizeof(adil_model_info), out->struct_size);
+    const uint32_t caller_size = out->struct_size;
+    *out = model->info;
+    out->struct_size = caller_size < sizeof(adil_model_info) ? caller_size : (uint32_t)sizeof(adil_model_info);
+    return ADIL_OK;
+}
+
+ADIL_API adil_status adil_model_ready(const adil_model *model) {
+    if (!model) return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_model_ready: model is NULL");
+    return ADIL_OK; /* loading is synchronous: a model handle is always ready */
+}
+
+bool adil_tokens_invalid(const adil_model *model, const int32_t *tokens, size_t n, size_t *bad) {
+    for (size_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= model->tf.hp.n_vocab) {
+            *bad = i;
+            return true;
+        }
+    return false;
+}

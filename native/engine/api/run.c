@@ -1,0 +1,290 @@
+/*
+ * run.c — one generation on a context, stepped in batches.
+ *
+ * adil_run_start checks everything it can at once (busy, context length,
+ * token ids, sampling params) and keeps the longest prefix of the prompt
+ * that the context's cache already holds.  The first adil_run_step
+ * evaluates the rest of the prompt (batched) and samples the first token;
+ * each later token costs one single-token forward pass.  The stop conditions
+ * are polled before every token and, through the forward pass's stop hook,
+ * between layers: a cancelled flag (the run's own or its cancel_flag), the
+ * total deadline, and the read deadline (the time spent on one token).
+ * End-of-generation tokens (EOS, EOT, the tokenizer's end-of-generation set
+ * and params->stop_tokens) end the run and are not part of the output.
+ */
+#include "engine_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct adil_run {
+    adil_context *ctx;
+    adil_cancel_flag own_flag;      /* adil_run_cancel sets it */
+    adil_cancel_flag *cancel_flag;  /* the caller's, or NULL */
+    adil_sampler *sampler;
+    int32_t *prompt;                /* (n_prompt) a copy */
+    uint32_t n_prompt;
+    uint32_t n_keep;                /* prompt tokens reused from the cache */
+    int32_t *stop_tokens;           /* (n_stop) a copy */
+    size_t n_stop;
+    uint32_t max_tokens;            /* after defaults: >= 1 */
+    double t_start;                 /* adil_now_ms() at start */
+    double total_ms, read_ms;       /* 0 = none */
+    double step_budget_ms;
+    double token_t0;                /* when work on the current token began */
+    bool prefilled;
+    int32_t pending;                /* last emitted token, not yet evaluated; -1 none */
+    adil_stop_reason pending_reason;/* set by the stop hook */
+    adil_status final_status;       /* what stopped the run */
+    adil_run_stats stats;
+};
+
+/* ---- stop conditions -------------------------------------------------------- */
+
+ADIL_API int adil_run_cancelled(void *token) {
+    adil_run *run = token;
+    if (!run) return 0;
+    return atomic_load(&run->own_flag.set) ||
+           (run->cancel_flag && atomic_load(&run->cancel_flag->set));
+}
+
+/* ADIL_OK to go on; otherwise the status to stop with, reason in pending_reason. */
+static adil_status check_stop(adil_run *run) {
+    const double now = adil_now_ms();
+    if (adil_run_cancelled(run)) {
+        run->pending_reason = ADIL_STOP_CANCELLED;
+        return ADIL_STATUS_CANCELLED;
+    }
+    if (run->total_ms > 0 && now - run->t_start >= run->total_ms) {
+        run->pending_reason = ADIL_STOP_DEADLINE_TOTAL;
+        return ADIL_STATUS_DEADLINE;
+    }
+    if (run->read_ms > 0 && now - run->token_t0 >= run->read_ms) {
+        run->pending_reason = ADIL_STOP_DEADLINE_READ;
+        return ADIL_STATUS_DEADLINE;
+    }
+    return ADIL_OK;
+}
+
+static adil_status stop_hook(void *user) { return check_stop(user); }
+
+/* Ends the run: records why; the handle (and the model's run slot) stays
+ * until adil_run_free. */
+static adil_status finish(adil_run *run, adil_stop_reason reason, adil_status status) {
+    run->stats.stop_reason = reason;
+    if (reason == ADIL_STOP_CANCELLED) run->stats.cancel_acknowledged = 1;
+    run->final_status = status;
+    return status;
+}
+
+static bool is_stop_token(const adil_run *run, int32_t tok) {
+    const adil_model *m = run->ctx->model;
+    if (tok < 0) return false;
+    adil_tokenizer_info ti;
+    adil_tokenizer_get_info(m->tok, &ti);
+    if ((uint32_t)tok < ti.n_vocab && adil_tokenizer_is_eog(m->tok, tok)) return true;
+    for (size_t i = 0; i < run->n_stop; i++)
+        if (run->stop_tokens[i] == tok) return true;
+    return false;
+}
+
+/* ---- start -------------------------------------------------------------------- */
+
+static adil_status check_start(adil_context *ctx, const int32_t *prompt, size_t n_prompt,
+                               const adil_run_params *p, uint32_t *max_tokens) {
+    if (n_prompt == 0) return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_start: the prompt is empty");
+    size_t bad = 0;
+    if (adil_tokens_invalid(ctx->model, prompt, n_prompt, &bad))
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_run_start: prompt token %d at index %zu: expected 0..%lld", prompt[bad],
+                         bad, (long long)ctx->model->tf.hp.n_vocab - 1);
+    if (p->n_stop_tokens && !p->stop_tokens)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_start: stop_tokens is NULL but n_stop_tokens is %zu",
+                         p->n_stop_tokens);
+    if (p->grammar)
+        return adil_fail(ADIL_STATUS_CAPABILITY, "adil_run_start: the %s engine has no grammar support yet",
+                         ADIL_CPU_ENGINE_NAME);
+    const uint64_t want = (uint64_t)n_prompt + (p->max_tokens ? p->max_tokens : 1);
+    if (want > ctx->n_ctx) {
+        if (p->max_tokens)
+            return adil_fail(ADIL_STATUS_CONTEXT_LENGTH,
+                             "adil_run_start: prompt of %zu tokens + max_tokens %u = %llu tokens exceed "
+                             "the context window of %u tokens", n_prompt, p->max_tokens,
+                             (unsigned long long)want, ctx->n_ctx);
+        return adil_fail(ADIL_STATUS_CONTEXT_LENGTH,
+                         "adil_run_start: prompt of %zu tokens leaves no room in the context window "
+                         "of %u tokens", n_prompt, ctx->n_ctx);
+    }
+    *max_tokens = p->max_tokens ? p->max_tokens : ctx->n_ctx - (uint32_t)n_prompt;
+    return ADIL_OK;
+}
+
+/* The longest prefix of the prompt the cache holds, leaving at least the
+ * last prompt token to evaluate (its logits give the first token). */
+static uint32_t reusable_prefix(const adil_context *ctx, const int32_t *prompt, uint32_t n_prompt) {
+    uint32_t n = 0;
+    while (n < ctx->n_past && n < n_prompt - 1 && ctx->tokens[n] == prompt[n]) n++;
+    return n;
+}
+
+static adil_status build_run(adil_run *run, adil_context *ctx, const int32_t *prompt, size_t n_prompt,
+                             const adil_run_params *p) {
+    adil_status st = adil_sampler_new(p->sampling, ctx->model->tf.hp.n_vocab, &run->sampler);
+    if (st != ADIL_OK) return st;
+    run->prompt = malloc(n_prompt * sizeof *prompt);
+    run->stop_tokens = malloc((p->n_stop_tokens ? p->n_stop_tokens : 1) * sizeof *prompt);
+    if (!run->prompt || !run->stop_tokens)
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_run_start: out of memory");
+    memcpy(run->prompt, prompt, n_prompt * sizeof *prompt);
+    if (p->n_stop_tokens) memcpy(run->stop_tokens, p->stop_tokens, p->n_stop_tokens * sizeof *prompt);
+    run->n_stop = p->n_stop_tokens;
+    run->n_prompt = (uint32_t)n_prompt;
+    for (uint32_t i = 0; i < run->n_prompt; i++) adil_sampler_accept(run->sampler, prompt[i]);
+    return ADIL_OK;
+}
+
+ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, size_t n_prompt,
+                                    const adil_run_params *params, adil_run **out) {
+    if (out) *out = NULL;
+    if (!ctx || !out || (n_prompt && !prompt))
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_start: ctx, prompt and out are required");
+    adil_run_params p;
+    adil_run_default_params(&p);
+    adil_status st = adil_copy_params(&p, sizeof p, params, sizeof(adil_run_params), "adil_run_params");
+    uint32_t max_tokens = 0;
+    if (st == ADIL_OK) st = check_start(ctx, prompt, n_prompt, &p, &max_tokens);
+    if (st != ADIL_OK) return st;
+
+    adil_model *m = ctx->model;
+    adil_run *run = calloc(1, sizeof *run);
+    if (!run) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_run_start: out of memory");
+    adil_run *expected = NULL;
+    if (!atomic_compare_exchange_strong(&m->live_run, &expected, run)) {
+        free(run);
+        return adil_fail(ADIL_STATUS_BUSY, "adil_run_start: the model already serves a run");
+    }
+    run->ctx = ctx;
+    ctx->run = run;
+    atomic_init(&run->own_flag.set, 0);
+    run->cancel_flag = p.cancel_flag;
+    run->pending = -1;
+    st = build_run(run, ctx, prompt, n_prompt, &p);
+    if (st != ADIL_OK) {
+        adil_run_free(run);
+        return st;
+    }
+    run->max_tokens = max_tokens;
+    run->t_start = adil_now_ms();
+    run->total_ms = p.total_timeout_ms;
+    run->read_ms = p.read_timeout_ms;
+    run->step_budget_ms = p.step_budget_ms ? p.step_budget_ms : 20;
+    run->n_keep = reusable_prefix(ctx, prompt, run->n_prompt);
+    ctx->n_past = run->n_keep; /* drop what follows the shared prefix */
+    run->stats.struct_size = sizeof run->stats;
+    run->stats.n_prompt_tokens = run->n_prompt;
+    run->stats.n_cached_tokens = run->n_keep;
+    *out = run;
+    adil_clear_error();
+    return ADIL_OK;
+}
+
+/* ---- step ------------------------------------------------------------------------ */
+
+/* The logits of the next position: the rest of the prompt at first, then
+ * the last emitted token. */
+static adil_status advance(adil_run *run) {
+    adil_context *ctx = run->ctx;
+    const double t0 = adil_now_ms();
+    adil_status st;
+    if (!run->prefilled) {
+        st = adil_context_eval(ctx, run->prompt + run->n_keep, run->n_prompt - run->n_keep, NULL,
+                               stop_hook, run);
+        run->stats.prefill_ms += adil_now_ms() - t0;
+        if (st == ADIL_OK) run->prefilled = true;
+    } else {
+        st = adil_context_eval(ctx, &run->pending, 1, NULL, stop_hook, run);
+        run->stats.decode_ms += adil_now_ms() - t0;
+    }
+    return st;
+}
+
+/* Produces one token into *tok, or returns the status that ends the run
+ * (ADIL_OK with *tok = -1 when it ended normally). */
+static adil_status next_token(adil_run *run, int32_t *tok) {
+    *tok = -1;
+    adil_status st = check_stop(run);
+    if (st != ADIL_OK) return finish(run, run->pending_reason, st);
+    if (run->stats.n_generated >= run->max_tokens) return finish(run, ADIL_STOP_MAX_TOKENS, ADIL_OK);
+
+    st = advance(run);
+    if (st == ADIL_STATUS_CANCELLED || st == ADIL_STATUS_DEADLINE) return finish(run, run->pending_reason, st);
+    if (st != ADIL_OK) return finish(run, ADIL_STOP_ERROR, st);
+
+    const double t0 = adil_now_ms();
+    const int32_t t = adil_sampler_sample(run->sampler, run->ctx->logits);
+    run->stats.decode_ms += adil_now_ms() - t0;
+    if (is_stop_token(run, t)) return finish(run, ADIL_STOP_END_OF_TEXT, ADIL_OK);
+    adil_sampler_accept(run->sampler, t);
+    run->pending = t;
+    run->stats.n_generated++;
+    *tok = t;
+    return ADIL_OK;
+}
+
+ADIL_API adil_status adil_run_step(adil_run *run, int32_t *tokens, size_t capacity, size_t *n_tokens) {
+    if (n_tokens) *n_tokens = 0;
+    if (!run || !tokens || !n_tokens || capacity == 0)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_run_step: run, tokens (capacity >= 1) and n_tokens are required");
+    if (run->stats.stop_reason != ADIL_STOP_NONE) return ADIL_OK; /* stepping a stopped run */
+    const double step_t0 = adil_now_ms();
+    size_t n = 0;
+    adil_status st = ADIL_OK;
+    while (n < capacity) {
+        run->token_t0 = adil_now_ms();
+        int32_t tok;
+        st = next_token(run, &tok);
+        if (tok < 0) break;
+        tokens[n++] = tok;
+        if (run->stats.n_generated >= run->max_tokens) {
+            finish(run, ADIL_STOP_MAX_TOKENS, ADIL_OK);
+            break;
+        }
+        if (adil_now_ms() - step_t0 >= run->step_budget_ms) break;
+    }
+    *n_tokens = n;
+    if (st != ADIL_OK && st != ADIL_STATUS_CANCELLED && st != ADIL_STATUS_DEADLINE) return st;
+    if (st != ADIL_OK) {
+        const char *what = st == ADIL_STATUS_CANCELLED ? "cancelled"
+                         : run->stats.stop_reason == ADIL_STOP_DEADLINE_READ ? "read deadline expired"
+                                                                             : "total deadline expired";
+        return adil_fail(st, "adil_run_step: %s after %u tokens", what, run->stats.n_generated);
+    }
+    adil_clear_error();
+    return ADIL_OK;
+}
+
+ADIL_API void adil_run_cancel(adil_run *run) {
+    if (run) atomic_store(&run->own_flag.set, 1);
+}
+
+ADIL_API adil_status adil_run_get_stats(const adil_run *run, adil_run_stats *out) {
+    if (!run || !out)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_get_stats: run and out are required");
+    if (out->struct_size < sizeof(adil_run_stats))
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_get_stats: struct_size: expected >= %zu, got %u",
+                         sizeof(adil_run_stats), out->struct_size);
+    *out = run->stats;
+    return ADIL_OK;
+}
+
+ADIL_API void adil_run_free(adil_run *run) {
+    if (!run) return;
+    adil_run *self = run;
+    atomic_compare_exchange_strong(&run->ctx->model->live_run, &self, NULL);
+    if (run->ctx->run == run) run->ctx->run = NULL;
+    adil_sampler_free(run->sampler);
+    free(run->prompt);
+    free(run->stop_tokens);
+    free(run);
+}

@@ -1,0 +1,22 @@
+/*
+ * arch.c — the architectures this engine runs, by general.architecture.
+ */
+#include "models/transformer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const adil_arch *const archs[] = {&adil_arch_llama, &adil_arch_gemma3};
+
+const adil_arch *adil_arch_find(const char *name, size_t len) {
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (strlen(archs[i]->name) == len && memcmp(archs[i]->name, name, len) == 0) return archs[i];
+    return NULL;
+}
+
+void adil_transformer_free(adil_transformer *m) {
+    free(m->layers);
+    free(m->owned);
+    m->layers = NULL;
+    m->owned = NULL;
+}

@@ -1,0 +1,31 @@
+/*
+ * blocks.h — the two blocks every layer of these architectures has: self
+ * attention over the KV cache, and a gated feed-forward network.  The
+ * architecture files compose them with their own norms and residuals.
+ */
+#ifndef ADIL_MODEL_BLOCKS_H
+#define ADIL_MODEL_BLOCKS_H
+
+#include "models/ops.h"
+
+/* How one layer's attention looks at positions. */
+typedef struct adil_attn_cfg {
+    adil_rope rope;
+    int64_t window;   /* 0 = every earlier position, else the last `window` */
+    float scale;      /* multiplies q·k */
+} adil_attn_cfg;
+
+/* out (T, n_embd) = Wo · attention(q, k, v) for the normed input xb
+ * (T, n_embd) of layer il at positions pos0..: projects q into fw->q and k,
+ * v straight into the cache rows pos0..pos0+T-1, applies the layer's q/k RMS
+ * norms when it has them, rotates q and k, attends (fw->att) and projects. */
+adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int64_t il,
+                                const float *xb, int64_t T, int64_t pos0, const adil_attn_cfg *cfg,
+                                float *out);
+
+/* out (T, n_embd) = Wdown · (act(Wgate · xb) * (Wup · xb)) for layer il;
+ * uses fw->hb and fw->hb2 (T, n_ff). */
+adil_status adil_gated_ffn(const adil_transformer *m, adil_forward *fw, int64_t il, const float *xb,
+                           int64_t T, float *out);
+
+#endif /* ADIL_MODEL_BLOCKS_H */

@@ -1,0 +1,112 @@
+/*
+ * llama.c — the llama architecture (general.architecture = "llama"): llama
+ * 1/2/3 and most of their family.  Pre-norm blocks with RMS norm, RoPE on
+ * interleaved pairs (2i, 2i+1) as llama.cpp's converter lays the weights out,
+ * grouped-query attention, SwiGLU FFN, an output head of its own or tied to
+ * the embedding, and llama 3's optional per-frequency RoPE factors
+ * (rope_freqs.weight).
+ */
+#include "models/blocks.h"
+#include "models/tensors.h"
+
+#include <math.h>
+
+#define ARCH "llama"
+
+static adil_status read_hparams(const gguf_file *f, adil_hparams *hp) {
+    adil_status st;
+    int64_t ctx = 0;
+    if ((st = adil_hp_int(f, ARCH, "embedding_length", -1, 1 << 16, &hp->n_embd))) return st;
+    if ((st = adil_hp_int(f, ARCH, "block_count", -1, 1024, &hp->n_layer))) return st;
+    if ((st = adil_hp_int(f, ARCH, "feed_forward_length", -1, 1 << 20, &hp->n_ff))) return st;
+    if ((st = adil_hp_int(f, ARCH, "attention.head_count", -1, 1024, &hp->n_head))) return st;
+    if ((st = adil_hp_int(f, ARCH, "attention.head_count_kv", hp->n_head, 1024, &hp->n_head_kv))) return st;
+    if ((st = adil_hp_int(f, ARCH, "attention.key_length", hp->n_embd / hp->n_head, 1024, &hp->head_dim))) return st;
+    if ((st = adil_hp_int(f, ARCH, "attention.value_length", hp->head_dim, 1024, &hp->head_dim_v))) return st;
+    if ((st = adil_hp_int(f, ARCH, "rope.dimension_count", hp->head_dim, 1024, &hp->n_rot))) return st;
+    if ((st = adil_hp_int(f, ARCH, "context_length", 4096, 1 << 24, &ctx))) return st;
+    if ((st = adil_hp_float(f, ARCH, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps))) return st;
+    if ((st = adil_hp_float(f, ARCH, "rope.freq_base", 10000.0f, &hp->rope_base))) return st;
+    if ((st = adil_rope_scaling(f, ARCH, &hp->rope_scale))) return st;
+
+    hp->n_ctx_train = (uint32_t)ctx;
+    hp->rope_base_local = hp->rope_base;
+    hp->rope_neox = false;
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+    hp->embd_scale = 1.0f;
+    hp->ffn_act = ADIL_FFN_SILU;
+    return ADIL_OK;
+}
+
+static adil_status bind_layer(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {
+    const adil_hparams *hp = &m->hp;
+    adil_layer *L = &m->layers[il];
+    const int64_t D = hp->n_embd, hd = hp->head_dim;
+    adil_status st;
+    if ((st = adil_bind_vector(f, "blk.%d.attn_norm.weight", il, D, a, &L->attn_norm, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.attn_q.weight", il, hp->n_head * hd, D, &L->wq, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.attn_k.weight", il, hp->n_head_kv * hd, D, &L->wk, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.attn_v.weight", il, hp->n_head_kv * hp->head_dim_v, D, &L->wv, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.attn_output.weight", il, D, hp->n_head * hp->head_dim_v, &L->wo, NULL))) return st;
+    if ((st = adil_bind_vector(f, "blk.%d.ffn_norm.weight", il, D, a, &L->ffn_norm, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.ffn_gate.weight", il, hp->n_ff, D, &L->ffn_gate, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.ffn_up.weight", il, hp->n_ff, D, &L->ffn_up, NULL))) return st;
+    return adil_bind_matrix(f, "blk.%d.ffn_down.weight", il, D, hp->n_ff, &L->ffn_down, NULL);
+}
+
+static adil_status llama_load(const gguf_file *f, adil_transformer *m) {
+    adil_status st = read_hparams(f, &m->hp);
+    if (st == ADIL_OK) st = adil_hparams_check(m);
+    if (st != ADIL_OK) return st;
+    /* norm vectors: 2 of width n_embd per layer, output_norm, rope factors */
+    adil_f32_arena arena;
+    st = adil_load_begin(f, m, 2 * (size_t)m->hp.n_embd * (size_t)m->hp.n_layer +
+                                   (size_t)m->hp.n_embd + (size_t)m->hp.n_rot / 2, &arena);
+    for (int il = 0; st == ADIL_OK && il < m->hp.n_layer; il++) st = bind_layer(f, m, il, &arena);
+    if (st == ADIL_OK)
+        st = adil_bind_vector(f, "rope_freqs.weight", -1, m->hp.n_rot / 2, &arena, &m->rope_factors,
+                              &(bool){false});
+    if (st == ADIL_OK) st = adil_load_end(f, m, &arena);
+    return st;
+}
+
+static adil_status llama_forward(const adil_transformer *m, adil_forward *fw, const int32_t *tokens,
+                                 int64_t T, int64_t pos0, float *logits, bool all_logits) {
+    const adil_hparams *hp = &m->hp;
+    const int64_t D = hp->n_embd;
+    float *x = fw->x;     /* (T, D) the residual stream */
+    float *xb = fw->xb;   /* (T, D) normed input of a block */
+    float *xb2 = fw->xb2; /* (T, D) output of a block */
+    const adil_attn_cfg attn = {
+        .rope = {.n_rot = hp->n_rot, .base = hp->rope_base, .scale = hp->rope_scale,
+                 .neox = false, .factors = m->rope_factors},
+        .window = 0,
+        .scale = hp->attn_scale,
+    };
+    adil_status st;
+
+    /* token embeddings */
+    if ((st = adil_get_rows(&m->tok_embd, tokens, T, x))) return st;
+
+    for (int64_t il = 0; il < hp->n_layer; il++) {
+        const adil_layer *L = &m->layers[il];
+
+        /* a cancel or a deadline stops between layers */
+        if (fw->stop && (st = fw->stop(fw->stop_user))) return st;
+
+        /* attention: pre-norm, attend, residual */
+        adil_rmsnorm_rows(xb, x, L->attn_norm, T, D, hp->rms_eps);
+        if ((st = adil_self_attention(m, fw, il, xb, T, pos0, &attn, xb2))) return st;
+        adil_add(x, xb2, T * D);
+
+        /* feed-forward: pre-norm, SwiGLU, residual */
+        adil_rmsnorm_rows(xb, x, L->ffn_norm, T, D, hp->rms_eps);
+        if ((st = adil_gated_ffn(m, fw, il, xb, T, xb2))) return st;
+        adil_add(x, xb2, T * D);
+    }
+
+    /* final norm and output head */
+    return adil_output_logits(m, fw, x, T, logits, all_logits);
+}
+
+const adil_arch adil_arch_llama = {ARCH, llama_load, llama_forward};

@@ -1,0 +1,87 @@
+/*
+ * loader.c — the steps every architecture's loader shares: hyperparameter
+ * checks, the embedding, the output head, and the parameter count.
+ */
+#include "models/tensors.h"
+#include "models/transformer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define ADIL_MAX_VOCAB (1LL << 24)
+
+adil_status adil_hparams_check(const adil_transformer *m) {
+    const adil_hparams *hp = &m->hp;
+    if (hp->head_dim < 1 || hp->head_dim > 1024)
+        return adil_fail(ADIL_STATUS_MODEL_FORMAT, "model: key_length: expected 1..1024, got %lld",
+                         (long long)hp->head_dim);
+    if (hp->n_head % hp->n_head_kv != 0)
+        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
+                         "model: head_count %lld: expected a multiple of head_count_kv %lld",
+                         (long long)hp->n_head, (long long)hp->n_head_kv);
+    if (hp->n_rot < 2 || hp->n_rot % 2 != 0 || hp->n_rot > hp->head_dim || hp->n_rot > 1024)
+        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
+                         "model: rope dimension count: expected even and <= head width %lld (and 1024), got %lld",
+                         (long long)hp->head_dim, (long long)hp->n_rot);
+    return ADIL_OK;
+}
+
+adil_status adil_load_begin(const gguf_file *f, adil_transformer *m, size_t vector_floats,
+                            adil_f32_arena *arena) {
+    const gguf_tensor *t = gguf_find_tensor(f, "token_embd.weight");
+    if (!t)
+        return adil_fail(ADIL_STATUS_MODEL_FORMAT, "model: tensor 'token_embd.weight': expected present, got missing");
+    if (t->ne[1] < 1 || t->ne[1] > (uint64_t)ADIL_MAX_VOCAB)
+        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
+                         "model: tensor 'token_embd.weight' at offset %llu: expected 1..%lld rows, got %llu",
+                         (unsigned long long)t->offset, ADIL_MAX_VOCAB, (unsigned long long)t->ne[1]);
+    m->hp.n_vocab = (int64_t)t->ne[1];
+    adil_status st = adil_bind_matrix(f, "token_embd.weight", -1, m->hp.n_vocab, m->hp.n_embd,
+                                      &m->tok_embd, NULL);
+    if (st != ADIL_OK) return st;
+
+    m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
+    m->owned = malloc((vector_floats ? vector_floats : 1) * sizeof(float));
+    if (!m->layers || !m->owned)
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "model: cannot allocate %lld layers",
+                         (long long)m->hp.n_layer);
+    arena->base = m->owned;
+    arena->used = 0;
+    arena->cap = vector_floats;
+    return ADIL_OK;
+}
+
+adil_status adil_load_end(const gguf_file *f, adil_transformer *m, adil_f32_arena *arena) {
+    adil_status st = adil_bind_vector(f, "output_norm.weight", -1, m->hp.n_embd, arena,
+                                      &m->output_norm, NULL);
+    if (st != ADIL_OK) return st;
+    bool separate = false;
+    st = adil_bind_matrix(f, "output.weight", -1, m->hp.n_vocab, m->hp.n_embd, &m->output, &separate);
+    if (st != ADIL_OK) return st;
+    if (!separate) m->output = m->tok_embd; /* tied: the embedding is the output head */
+
+    m->n_params = 0;
+    m->n_bytes = 0;
+    for (uint64_t i = 0; i < gguf_n_tensors(f); i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        m->n_params += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        m->n_bytes += t->n_bytes;
+    }
+    return ADIL_OK;
+}
+
+adil_status adil_rope_scaling(const gguf_file *f, const char *arch, float *scale) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    gguf_str type = {"", 0};
+    adil_status st = gguf_get_str(f, key, &type, &(bool){false});
+    if (st != ADIL_OK) return st;
+    if (type.len && !gguf_str_eq(type, "linear") && !gguf_str_eq(type, "none"))
+        return adil_fail(ADIL_STATUS_CAPABILITY,
+                         "model: key '%s': this engine supports 'linear' and 'none', got '%.*s'",
+                         key, (int)(type.len > 32 ? 32 : type.len), type.ptr);
+    float factor = 1.0f;
+    if ((st = adil_hp_float(f, arch, "rope.scaling.factor", 1.0f, &factor))) return st;
+    *scale = gguf_str_eq(type, "none") ? 1.0f : 1.0f / factor;
+    return ADIL_OK;
+}

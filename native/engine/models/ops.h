@@ -1,0 +1,62 @@
+/*
+ * ops.h — the non-matmul steps of a transformer forward pass: RMS norm, RoPE,
+ * gated activations, residual adds, attention over the KV cache, and the
+ * final logit soft-cap.  Matrix products are compute/matmul.h.
+ *
+ * Row-major buffers; (T, n) means T rows of n floats.
+ */
+#ifndef ADIL_MODEL_OPS_H
+#define ADIL_MODEL_OPS_H
+
+#include "models/transformer.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* out[t] = x[t] / sqrt(mean(x[t]²) + eps) * w for each of T rows of n
+ * (out may equal x). */
+void adil_rmsnorm_rows(float *out, const float *x, const float *w, int64_t T, int64_t n, float eps);
+
+/* x[i] += y[i], i < n. */
+void adil_add(float *x, const float *y, int64_t n);
+
+/* x[i] *= s, i < n. */
+void adil_scale(float *x, float s, int64_t n);
+
+/* Rotates the first n_rot dims of each of n_heads heads (head_dim apart) of
+ * T rows of width row_width, row t at position pos0 + t.  Frequency i
+ * (< n_rot/2) turns by pos * scale * base^(-2i/n_rot) / factors[i]
+ * (factors may be NULL).  neox pairs dims (i, i + n_rot/2), otherwise
+ * (2i, 2i + 1). */
+typedef struct adil_rope {
+    int64_t n_rot;
+    float base;
+    float scale;
+    bool neox;
+    const float *factors;
+} adil_rope;
+void adil_rope_rows(float *x, int64_t T, int64_t row_width, int64_t n_heads, int64_t head_dim,
+                    int64_t pos0, const adil_rope *rope);
+
+/* gate[i] = act(gate[i]) * up[i] for T rows of n_ff, on the pool. */
+void adil_gated_act(adil_pool *pool, adil_ffn_act act, float *gate, const float *up, int64_t n);
+
+/* Causal attention of T query rows (positions pos0..pos0+T-1) over the
+ * cached keys/values of layer il, positions [0, pos0 + T), limited to the
+ * last `window` positions when window > 0.  q is (T, n_head * head_dim),
+ * out is (T, n_head * head_dim_v); query head h reads KV head
+ * h / (n_head / n_head_kv).  Scores are q·k * scale.  Runs on the pool,
+ * with fw->scores as per-thread scratch. */
+void adil_attention(adil_forward *fw, const adil_hparams *hp, int64_t il, const float *q, float *out,
+                    int64_t T, int64_t pos0, int64_t window, float scale);
+
+/* logits[i] = cap * tanh(logits[i] / cap). */
+void adil_softcap(float *logits, int64_t n, float cap);
+
+/* The shared tail of every architecture: final RMS norm and the output
+ * matrix, for every row of x (all_logits) or only the last; x (T, n_embd)
+ * is clobbered.  logits NULL: nothing to do. */
+adil_status adil_output_logits(const adil_transformer *m, adil_forward *fw, float *x, int64_t T,
+                               float *logits, bool all_logits);
+
+#endif /* ADIL_MODEL_OPS_H */

@@ -1,0 +1,45 @@
+/*
+ * sampler.h — picks the next token from a row of logits.
+ *
+ * The chain, in llama.cpp's default order:
+ *   1. repetition penalty over the last repeat_last_n accepted tokens (each
+ *      distinct token once: logit / penalty when positive, * penalty when not);
+ *   2. temperature <= 0: greedy (the highest logit; the lowest id on ties);
+ *   3. top-k (k <= 0: off), 4. top-p (1: off), 5. min-p (0: off), all on the
+ *      untempered distribution; at least one candidate always survives;
+ *   6. temperature, softmax, and one draw from the sampler's own generator
+ *      (xoshiro256**, seeded through splitmix64): the same seed, history and
+ *      logits give the same token on every machine.
+ *
+ * A sampler belongs to one context; it is not thread-safe.
+ */
+#ifndef ADIL_SAMPLER_H
+#define ADIL_SAMPLER_H
+
+#include "adil_common.h"
+
+#include <stdint.h>
+
+typedef struct adil_sampler adil_sampler;
+
+/* Creates a sampler for a vocabulary of n_vocab tokens.  `params` NULL =
+ * adil_sampling_default_params.  ADIL_STATUS_INVALID_ARGUMENT (naming the
+ * field and its value) for a negative or non-finite temperature, top_p
+ * outside (0, 1], min_p outside [0, 1], repeat_penalty <= 0 or non-finite,
+ * repeat_last_n < 0, or a struct_size smaller than the 2.0 struct. */
+adil_status adil_sampler_new(const adil_sampling_params *params, int64_t n_vocab,
+                             adil_sampler **out);
+
+void adil_sampler_free(adil_sampler *s);
+
+/* Forgets the token history (the generator keeps its state). */
+void adil_sampler_reset(adil_sampler *s);
+
+/* Records a token (prompt or generated) for the repetition penalty. */
+void adil_sampler_accept(adil_sampler *s, int32_t token);
+
+/* Returns the chosen token id in [0, n_vocab).  `logits` (n_vocab floats)
+ * is modified (penalties applied).  Never fails: a row of NaNs gives id 0. */
+int32_t adil_sampler_sample(adil_sampler *s, float *logits);
+
+#endif /* ADIL_SAMPLER_H */
