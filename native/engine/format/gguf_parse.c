@@ -82,7 +82,8 @@ static adil_status read_str(gguf_cursor *c, const char *field, gguf_str *out) {
 
 /* ---- header ------------------------------------------------------------ */
 
-static adil_status parse_header(gguf_cursor *c, gguf_file *f, uint64_t *n_tensors) {
+static adil_status parse_header(gguf_cursor *c, gguf_file *f, uint64_t *n_tensors,
+                               uint64_t *n_kv) {
     adil_status st = gguf_need(c, 4, "magic");
     if (st != ADIL_OK) {
         return st;
@@ -99,14 +100,14 @@ static adil_status parse_header(gguf_cursor *c, gguf_file *f, uint64_t *n_tensor
         return st;
     }
     if (f->version != 2 && f->version != 3) {
+        bool swapped = f->version != 0 && (f->version & 0xFFFF) == 0;
         return adil_fail(MF, "gguf: version at offset 4: expected 2 or 3, got %" PRIu32 "%s",
-                         f->version,
-                         (f->version & 0xFFFF) == 0 ? " (a big-endian file?)" : "");
+                         f->version, swapped ? " (a big-endian file?)" : "");
     }
     if ((st = gguf_read_u64(c, "n_tensors", n_tensors)) != ADIL_OK) {
         return st;
     }
-    if ((st = gguf_read_u64(c, "n_kv", &f->n_kv)) != ADIL_OK) {
+    if ((st = gguf_read_u64(c, "n_kv", n_kv)) != ADIL_OK) {
         return st;
     }
     /* Both tables follow; each entry takes at least its minimum bytes. */
@@ -117,11 +118,11 @@ static adil_status parse_header(gguf_cursor *c, gguf_file *f, uint64_t *n_tensor
                          " (%d bytes each in %" PRIu64 " bytes left), got %" PRIu64,
                          left / MIN_TENSOR_BYTES, MIN_TENSOR_BYTES, left, *n_tensors);
     }
-    if (f->n_kv > left / MIN_KV_BYTES) {
+    if (*n_kv > left / MIN_KV_BYTES) {
         return adil_fail(MF,
                          "gguf: n_kv at offset 16: expected at most %" PRIu64
                          " (%d bytes each in %" PRIu64 " bytes left), got %" PRIu64,
-                         left / MIN_KV_BYTES, MIN_KV_BYTES, left, f->n_kv);
+                         left / MIN_KV_BYTES, MIN_KV_BYTES, left, *n_kv);
     }
     return ADIL_OK;
 }
@@ -292,9 +293,9 @@ static adil_status index_kvs(gguf_file *f) {
     return st;
 }
 
-static adil_status parse_kvs(gguf_cursor *c, gguf_file *f) {
-    uint64_t n_kv = f->n_kv, cap = 0;
-    f->n_kv = 0; /* counts the entries gguf_close must release */
+static adil_status parse_kvs(gguf_cursor *c, gguf_file *f, uint64_t n_kv) {
+    uint64_t cap = 0;
+    /* f->n_kv counts the entries parsed so far: those gguf_close releases. */
     for (uint64_t i = 0; i < n_kv; i++) {
         adil_status st = grow((void **)&f->kvs, i, &cap, sizeof(*f->kvs));
         if (st != ADIL_OK) {
@@ -564,10 +565,10 @@ static adil_status check_overlaps(gguf_file *f) {
 
 adil_status gguf_parse(gguf_file *f) {
     gguf_cursor c = {f->base, f->size, 0};
-    uint64_t n_tensors = 0;
-    adil_status st = parse_header(&c, f, &n_tensors);
+    uint64_t n_tensors = 0, n_kv = 0;
+    adil_status st = parse_header(&c, f, &n_tensors, &n_kv);
     if (st == ADIL_OK) {
-        st = parse_kvs(&c, f);
+        st = parse_kvs(&c, f, n_kv);
     }
     if (st == ADIL_OK) {
         st = read_alignment(f);
