@@ -189,6 +189,7 @@ typedef struct adil_run_params {
     uint32_t total_timeout_ms;
     uint32_t read_timeout_ms;
     uint32_t step_budget_ms;
+    uint32_t ignore_eos;
 } adil_run_params;
 
 void adil_run_default_params(adil_run_params *out);

@@ -348,6 +348,8 @@ typedef struct adil_run_params {
     uint32_t read_timeout_ms;              /* 0 = none; longest wait for one token */
     uint32_t step_budget_ms;               /* a step returns once it has a token and this
                                               much time passed; 0 = 20 ms */
+    uint32_t ignore_eos;                   /* non-zero: EOS/EOT do not stop the run (benchmarks);
+                                              engines without a model (the stub) ignore it */
 } adil_run_params;
 
 ADIL_API void adil_run_default_params(adil_run_params *out);
