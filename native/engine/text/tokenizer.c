@@ -10,21 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Texts llama.cpp treats as end of generation whatever their type (it then
- * makes them control tokens), and the ones it takes as EOT when the file
- * names none, in its order. */
-static const char *const k_eog_texts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-    "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
-};
-static const char *const k_eot_texts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
-    "<EOT>", "_<EOT>", "[EOT]",
-    "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
-    "<end_of_utterance>",
-};
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char k_space_marker[] = "\xe2\x96\x81"; /* U+2581 "▁" */
@@ -182,29 +167,6 @@ static int32_t valid_id(const adil_tokenizer *tok, int32_t id)
     return (id >= 0 && (uint32_t)id < tok->n_vocab) ? id : -1;
 }
 
-/* End-of-generation marks and the EOT id, by text as llama.cpp finds them. */
-static void mark_eog(adil_tokenizer *tok)
-{
-    for (size_t i = 0; i < N_OF(k_eog_texts); i++) {
-        int32_t id = adil_vocab_find(tok, k_eog_texts[i], strlen(k_eog_texts[i]));
-        if (id >= 0) {
-            tok->vocab[id].attr |= ADIL_ATTR_EOG | ADIL_ATTR_CONTROL;
-        }
-    }
-    for (size_t i = 0; tok->eot_id < 0 && i < N_OF(k_eot_texts); i++) {
-        tok->eot_id = adil_vocab_find(tok, k_eot_texts[i], strlen(k_eot_texts[i]));
-        if (tok->eot_id >= 0) {
-            tok->vocab[tok->eot_id].attr |= ADIL_ATTR_CONTROL;
-        }
-    }
-    if (tok->eos_id >= 0) {
-        tok->vocab[tok->eos_id].attr |= ADIL_ATTR_EOG;
-    }
-    if (tok->eot_id >= 0) {
-        tok->vocab[tok->eot_id].attr |= ADIL_ATTR_EOG;
-    }
-}
-
 /* llama: each byte's <0xXX> token, else the one-byte token, else none. */
 static void index_bytes(adil_tokenizer *tok)
 {
@@ -262,7 +224,7 @@ adil_status adil_tokenizer_new(const adil_tokenizer_desc *desc, adil_tokenizer *
     }
     if (st == ADIL_OK) {
         set_flags(tok, desc);
-        mark_eog(tok);
+        adil_token_fixups(tok);
         index_bytes(tok);
         adil_bpe_init_byte_map(tok);
         st = adil_special_index(tok);

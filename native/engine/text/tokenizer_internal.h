@@ -119,6 +119,12 @@ static inline const char *adil_vocab_text(const adil_tokenizer *tok, int32_t id)
     return tok->text + tok->vocab[id].offset;
 }
 
+/* ---- token_fixups.c ---------------------------------------------------- */
+
+/* Applies llama.cpp's by-text attribute rules (EOT/EOG/FIM texts, ...);
+ * needs by_text and the special ids. */
+void adil_token_fixups(adil_tokenizer *tok);
+
 /* ---- special_split.c ----------------------------------------------------- */
 
 /* A piece of the input: raw text [start, start + len) or one special token. */
