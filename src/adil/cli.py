@@ -3,6 +3,8 @@
     adil info [--json] [--library PATH]
     adil generate --model PATH|ALIAS [--max-tokens N] [--temperature T] [--seed S]
                   [--threads N] [--stats] "prompt"
+    adil bench --model PATH|ALIAS [--threads N] [--prompt-tokens 512] [--gen-tokens 128]
+               [--repetitions 5] [--json]
 """
 
 from __future__ import annotations
@@ -76,6 +78,16 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from .bench import format_table, run_bench
+
+    result = run_bench(_resolve_model(args.model), threads=args.threads,
+                       prompt_tokens=args.prompt_tokens, gen_tokens=args.gen_tokens,
+                       repetitions=args.repetitions, library=args.library)
+    print(json.dumps(result.to_json(), indent=2) if args.json else format_table(result))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="adil", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -97,6 +109,16 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--context-length", type=int, default=None)
     gen.add_argument("--stats", action="store_true", help="prefill and decode tokens/s")
     gen.set_defaults(run=_generate)
+
+    bench = sub.add_parser("bench", help="prefill and decode tokens/s, bandwidth roofline")
+    bench.add_argument("--model", required=True, help="a model file, or an installed alias")
+    bench.add_argument("--library", help="an engine library by path")
+    bench.add_argument("--threads", type=int, default=2)
+    bench.add_argument("--prompt-tokens", type=int, default=512)
+    bench.add_argument("--gen-tokens", type=int, default=128)
+    bench.add_argument("--repetitions", type=int, default=5)
+    bench.add_argument("--json", action="store_true", help="one JSON object")
+    bench.set_defaults(run=_bench)
     return parser
 
 

@@ -332,12 +332,14 @@ class Model:
         stop: Sequence[str] = (),
         n: int = 1,
         images: Sequence[Any] | None = None,
+        ignore_eos: bool = False,
     ) -> Generation:
         """Starts a generation and returns its stream of pieces.
 
         Raises BusyError, ModelNotReadyError, ContextLengthError,
         CapabilityError (n != 1, images, schema without grammar support) at
-        once; DeadlineError (``limit`` read or total) while streaming."""
+        once; DeadlineError (``limit`` read or total) while streaming.
+        ``ignore_eos`` keeps generating past end-of-text (benchmarks)."""
         if n != 1:
             raise CapabilityError(f"this engine produces one choice per request; n={n} asked")
         if images:
@@ -356,7 +358,7 @@ class Model:
             raise BusyError("the model already serves a generation (one at a time)")
         try:
             return self._start(ids, max_tokens, sampling or Sampling(), schema, timeout, cancel,
-                               stop)
+                               stop, ignore_eos)
         except BaseException:
             self._busy.release()
             raise
@@ -370,6 +372,7 @@ class Model:
         timeout: Timeout,
         cancel: CancelToken | None,
         stop: Sequence[str],
+        ignore_eos: bool,
     ) -> Generation:
         lib = self._lib
         keep: list[Any] = [ids]
@@ -387,6 +390,7 @@ class Model:
             keep.append(cancel)
         params.total_timeout_ms = _ms(timeout.total)
         params.read_timeout_ms = _ms(timeout.read)
+        params.ignore_eos = int(ignore_eos)
         out = ffi.new("adil_run **")
         prompt = ffi.cast("int32_t *", ids.ctypes.data)
         check(lib, lib.adil_run_start(self._ensure_context(), prompt, len(ids), params, out))
