@@ -33,7 +33,8 @@ typedef struct adil_weight {
 } adil_weight;
 
 /* Bytes of scratch adil_matmul needs for this weight and n_tokens (the
- * quantized activations).  0 for an invalid weight. */
+ * quantized activations).  0 when none is needed (F32/F16/BF16 weights read x
+ * directly) or the weight is invalid. */
 size_t adil_matmul_scratch_size(const adil_weight *w, int64_t n_tokens);
 
 /* y = x · Wᵀ as described above.  `scratch` holds at least

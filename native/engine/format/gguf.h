@@ -28,8 +28,9 @@
  * before it is used: counts, string and array lengths (nested arrays
  * included), value types, n_dims, dims (non-zero, product without overflow),
  * tensor types (known ids), whole blocks per row, offsets (aligned), each
- * tensor's extent inside the file, overlaps between tensors, duplicate keys
- * and duplicate tensor names.  Any violation fails the open with
+ * tensor's extent inside the file, overlaps between tensors, duplicate keys,
+ * duplicate tensor names and NUL bytes inside tensor names.  BOOL values must
+ * be 0 or 1; arrays may nest at most 8 deep.  Any violation fails the open with
  * ADIL_STATUS_MODEL_FORMAT and a message of the form
  *     "gguf: <field> at offset <N>: expected <X>, got <Y>".
  * The reader never reads outside the bytes it was given.
