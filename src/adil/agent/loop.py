@@ -26,7 +26,15 @@ from .proposal import Proposal
 from .protocol import GenerationLike
 from .records import RunStatus, ToolCall
 from .state import RunState, Segment
-from .syntax import CALL_CLOSE, CALL_OPEN, error_payload, parse_envelope, result_block, split_calls
+from .syntax import (
+    CALL_CLOSE,
+    CALL_OPEN,
+    RESULT_OPEN,
+    error_payload,
+    parse_envelope,
+    result_block,
+    split_calls,
+)
 
 __all__ = ["Ending", "RunLoop", "close_turn"]
 
@@ -122,7 +130,7 @@ class RunLoop:
                 prompt, max_tokens=config.max_tokens, sampling=config.sampling,
                 schema=_envelope_schema(forced) if forced is not None else None,
                 timeout=timeout, cancel=seg.token,
-                stop=(CALL_CLOSE,) if config.offered_tools and forced is None else (),
+                stop=(RESULT_OPEN,) if config.offered_tools and forced is None else (),
                 n=config.n, images=self.state.images,
             )
 
@@ -134,10 +142,7 @@ class RunLoop:
                 pass
         finally:
             generation.close()
-        text = generation.text
-        if generation.stop_reason == "stop_sequence":
-            text += CALL_CLOSE  # the stop string ends the call; keep the syntax whole
-        return text, generation
+        return generation.text, generation
 
     def _record(self, body: str) -> int:
         """Adds a ToolCall for one call the model wrote; returns its index."""

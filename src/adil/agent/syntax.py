@@ -1,6 +1,6 @@
 """The tool-call syntax, documented for users and models alike.
 
-A model calls a tool by writing, then ending its turn::
+A model calls a tool by writing (one or more calls), then ending its turn::
 
     <tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>
 
@@ -27,11 +27,13 @@ from ..errors import OutputValidationError
 from ..tools.arguments import json_type
 from ..tools.strict_json import strict_loads
 
-__all__ = ["CALL_CLOSE", "CALL_OPEN", "ParsedCall", "error_payload", "parse_calls",
+__all__ = ["CALL_CLOSE", "CALL_OPEN", "RESULT_OPEN", "ParsedCall", "error_payload", "parse_calls",
            "parse_envelope", "result_block", "split_calls"]
 
 CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"
+# Generation stops here: a model that starts writing a result itself is cut.
+RESULT_OPEN = "<tool_result"
 
 
 @dataclass(frozen=True)

@@ -148,10 +148,20 @@ def _object_schema(
 
 def _typed_dict_schema(hint: Any, where: str, seen: tuple[type, ...]) -> dict[str, Any]:
     hints = get_type_hints(hint, include_extras=True)
-    required_keys = getattr(hint, "__required_keys__", frozenset(hints))
+    total = getattr(hint, "__total__", True)
     fields: list[tuple[str, Any, bool, str | None]] = [
-        (name, _strip_required(h), name in required_keys, None) for name, h in hints.items()]
+        (name, _strip_required(h), _is_required_key(h, total), None)
+        for name, h in hints.items()]
     return _object_schema(fields, where, seen)
+
+
+def _is_required_key(hint: Any, total: bool) -> bool:
+    """Read from the hint itself: ``__required_keys__`` misses NotRequired
+    in string annotations (``from __future__ import annotations``)."""
+    origin = get_origin(hint)
+    if origin is typing.NotRequired:
+        return False
+    return True if origin is typing.Required else total
 
 
 def _strip_required(hint: Any) -> Any:
