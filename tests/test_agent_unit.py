@@ -9,7 +9,7 @@ import ast
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -659,6 +659,3 @@ def test_policy_and_hook_exceptions_propagate_and_leave_the_agent_usable() -> No
         agent.run("x")
     assert agent.run("y").status == "completed"
 
-
-def _unused(_: Callable[..., Any]) -> None:  # keep imports honest for linters
-    pass

@@ -158,8 +158,8 @@ def test_floats_beyond_the_range_are_refused(x: float) -> None:
         exact_number(repr(x))
 
 
-NUMBER_TEXT = st.from_regex(re.compile(r"-?(0|[1-9][0-9]{0,30})(\.[0-9]{1,30})?([eE][-+]?[0-9]{1,3})?"),
-                            fullmatch=True)
+NUMBER_TEXT = st.from_regex(
+    re.compile(r"-?(0|[1-9][0-9]{0,30})(\.[0-9]{1,30})?([eE][-+]?[0-9]{1,3})?"), fullmatch=True)
 
 
 @given(NUMBER_TEXT)

@@ -127,21 +127,27 @@ def test_additional_properties_as_a_schema_is_outside_the_subset() -> None:
     assert info.value.location == "/additionalProperties"
 
 
+def prop(schema: Any) -> dict[str, Any]:
+    """An object schema whose one property "a" is `schema`."""
+    return {"type": "object", "properties": {"a": schema}}
+
+
 @pytest.mark.parametrize(("schema", "pointer"), [
     ({"type": "objekt"}, "/type"),
     ({"type": ["string", "string"]}, "/type"),
-    ({"type": "object", "properties": {"a": {"type": "integer", "minimum": "0"}}}, "/properties/a/minimum"),
-    ({"type": "object", "properties": {"a": {"type": "integer", "minimum": 2**53}}}, "/properties/a/minimum"),
-    ({"type": "object", "properties": {"a": {"type": "string", "minLength": -1}}}, "/properties/a/minLength"),
-    ({"type": "object", "properties": {"a": {"type": "string", "maxLength": True}}}, "/properties/a/maxLength"),
-    ({"type": "object", "properties": {"a": {"type": "array", "minItems": 3, "maxItems": 2, "items": {"type": "string"}}}}, "/properties/a/maxItems"),
-    ({"type": "object", "properties": {"a": {"enum": []}}}, "/properties/a/enum"),
-    ({"type": "object", "properties": {"a": {"description": "no type"}}}, "/properties/a"),
-    ({"type": "object", "properties": {"a": True}}, "/properties/a"),
-    ({"type": "object", "properties": {"a": {"type": "array", "items": [{"type": "string"}]}}}, "/properties/a/items"),
+    (prop({"type": "integer", "minimum": "0"}), "/properties/a/minimum"),
+    (prop({"type": "integer", "minimum": 2**53}), "/properties/a/minimum"),
+    (prop({"type": "string", "minLength": -1}), "/properties/a/minLength"),
+    (prop({"type": "string", "maxLength": True}), "/properties/a/maxLength"),
+    (prop({"type": "array", "minItems": 3, "maxItems": 2, "items": {"type": "string"}}),
+     "/properties/a/maxItems"),
+    (prop({"enum": []}), "/properties/a/enum"),
+    (prop({"description": "no type"}), "/properties/a"),
+    (prop(True), "/properties/a"),
+    (prop({"type": "array", "items": [{"type": "string"}]}), "/properties/a/items"),
     ({"type": "object", "properties": {}, "required": ["ghost"]}, "/required/0"),
-    ({"type": "object", "properties": {"a": {"type": "string", "title": 3}}}, "/properties/a/title"),
-    ({"type": "object", "properties": {"a": {"enum": [float("nan")]}}}, "/properties/a/enum/0"),
+    (prop({"type": "string", "title": 3}), "/properties/a/title"),
+    (prop({"enum": [float("nan")]}), "/properties/a/enum/0"),
     ({"type": "string"}, "/type"),
 ])
 def test_malformed_values_of_supported_keywords(schema: dict[str, Any], pointer: str) -> None:
