@@ -276,12 +276,12 @@ def _h(arguments: dict[str, Any], ctx: ToolContext) -> None:
 
 @pytest.mark.parametrize("flag", ["reads_private_data", "sends_out"])
 def test_private_or_outgoing_tools_must_be_confirmation_required(flag: str) -> None:
+    flags: dict[str, Any] = {flag: True}
     with pytest.raises(adil.ToolSchemaError, match="confirmation_required"):
-        Tool(name="x", handler=_h, effect="read_only", **{flag: True})
+        Tool(name="x", handler=_h, effect="read_only", **flags)
     with pytest.raises(adil.ToolSchemaError, match="confirmation_required"):
-        tool(effect="read_only", name="y", **{flag: True})(lambda: None)
-    ok = Tool(name="x", handler=_h, effect="read_only", confirmation_required=True,
-              **{flag: True})
+        tool(effect="read_only", name="y", **flags)(lambda: None)
+    ok = Tool(name="x", handler=_h, effect="read_only", confirmation_required=True, **flags)
     assert ok.needs_confirmation
 
 
@@ -323,9 +323,11 @@ def test_display_declarations() -> None:
     assert {n: s.kind for n, s in t.display.items()} == {
         "a": "number", "b": "integer", "c": "boolean", "d": "quoted_text", "e": "enum",
         "f": "enum"}
-    for bad, pointer in [({"a": "html"}, "/display/a"), ({"e": "enum"}, "/display/e"),
-                         ({"e": ("enum", [])}, "/display/e"),
-                         ({"s": ("quoted_text", ["x"])}, "/display/s")]:
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"a": "html"}, "/display/a"), ({"e": "enum"}, "/display/e"),
+        ({"e": ("enum", [])}, "/display/e"),
+        ({"s": ("quoted_text", ["x"])}, "/display/s")]
+    for bad, pointer in cases:
         with pytest.raises(adil.ToolSchemaError) as info:
             Tool(name="x", handler=_h, effect="read_only", display=bad)
         assert info.value.location == pointer
