@@ -250,11 +250,12 @@ class Model:
 
     # -- tokens ---------------------------------------------------------
     def tokenize(
-        self, text: str, add_bos: bool | None = None, special: bool = True
+        self, text: str | bytes, add_bos: bool | None = None, special: bool = True
     ) -> npt.NDArray[np.int32]:
-        """Token ids of `text`.  Defaults as llama.cpp's: BOS when the model
-        asks for it, special tokens such as ``<start_of_turn>`` parsed."""
-        data = text.encode("utf-8")
+        """Token ids of `text` (str, or raw bytes even if not valid UTF-8).
+        Defaults as llama.cpp's: BOS when the model asks for it, special
+        tokens such as ``<start_of_turn>`` parsed."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
         bos = -1 if add_bos is None else int(bool(add_bos))
         n = ffi.new("size_t *")
         capacity = len(data) + 8
