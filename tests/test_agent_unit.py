@@ -659,3 +659,14 @@ def test_policy_and_hook_exceptions_propagate_and_leave_the_agent_usable() -> No
         agent.run("x")
     assert agent.run("y").status == "completed"
 
+
+
+def test_public_names() -> None:
+    """The names the package exports from adil (DESIGN §7)."""
+    import adil.agent
+    import adil.tools
+
+    for name in ("Tool", "ToolContext", "tool"):
+        assert getattr(adil, name) is getattr(adil.tools, name)
+    for name in ("Agent", "AgentHandle", "RunOutcome", "Proposal", "DisplayField", "ToolCall"):
+        assert getattr(adil, name) is getattr(adil.agent, name)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..errors import BusyError, DeadlineError, InvalidArgumentError
@@ -142,7 +143,7 @@ class Agent:
                 segment.wake.set()
             elif state is not None:  # paused, waiting for a person
                 for index in state.queue[:1]:
-                    state.calls[index] = _replace_status(state.calls[index], "cancelled")
+                    state.calls[index] = replace(state.calls[index], status="cancelled")
                 close_turn(self._conversation, state, "cancelled")
                 self._state = None
 
@@ -229,12 +230,6 @@ class Agent:
             active = segment is not None and self._segment is segment
         if active:
             self.cancel()
-
-
-def _replace_status(call: Any, status: str) -> Any:
-    from dataclasses import replace
-
-    return replace(call, status=status)
 
 
 class AgentHandle:

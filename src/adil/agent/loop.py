@@ -16,7 +16,13 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import AdilError, CancelledError, DeadlineError, OutputValidationError
+from ..errors import (
+    AdilError,
+    CancelledError,
+    DeadlineError,
+    InvalidArgumentError,
+    OutputValidationError,
+)
 from ..timeouts import Timeout
 from ..tools import Tool, ToolContext, validate
 from .config import AgentConfig
@@ -225,8 +231,6 @@ class RunLoop:
             return
         decision = policy(proposal)
         if decision not in ("allow", "deny", None):
-            from ..errors import InvalidArgumentError
-
             raise InvalidArgumentError(
                 f"a policy answers 'allow', 'deny' or None, got {decision!r}"
             )
@@ -289,8 +293,8 @@ class RunLoop:
     # -- fitting results into the context ----------------------------------
     def _fit(self, text: str) -> str:
         budget = self._result_budget()
-        if budget is None:
-            return text
+        if budget is None or len(text.encode("utf-8")) <= budget:
+            return text  # a token covers at least one byte: it fits
         size = self._count(text)
         if size <= budget:
             return text
