@@ -14,8 +14,7 @@ __version__ = "0.1.0"
 
 # from . import models  (lands with the engine work)
 from ._binding import ENGINE_LIBRARY, STUB_LIBRARY
-
-# from .agent import Agent, AgentHandle, DisplayField, Proposal, RunOutcome, ToolCall
+from .agent import Agent, AgentHandle, DisplayField, Proposal, RunOutcome, ToolCall
 from .cancel import CancelToken
 from .engine import Engine, EngineInfo, Model, ModelInfo
 from .errors import (
@@ -40,11 +39,12 @@ from .errors import (
 from .generation import Completion, Generation, Piece, Stats
 from .sampling import Sampling
 from .timeouts import Timeout
-
-# from .tools import Tool, ToolContext, tool
+from .tools import Tool, ToolContext, tool
 
 __all__ = [
     "AdilError",
+    "Agent",
+    "AgentHandle",
     "BusyError",
     "CancelToken",
     "CancelledError",
@@ -53,6 +53,7 @@ __all__ = [
     "ComponentRefusedError",
     "ContextLengthError",
     "DeadlineError",
+    "DisplayField",
     "ENGINE_LIBRARY",
     "Engine",
     "EngineInfo",
@@ -68,11 +69,17 @@ __all__ = [
     "OutputValidationError",
     "PermissionDeniedError",
     "Piece",
+    "Proposal",
+    "RunOutcome",
     "STUB_LIBRARY",
     "Sampling",
     "ServiceConnectionError",
     "Stats",
     "Timeout",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
     "ToolSchemaError",
+    "tool",
     "__version__",
 ]
