@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,11 +67,16 @@ _LIBRARY_NAMES = {"engine": "libadil_engine.so", "stub": "libadil_stub.so"}
 
 
 def library_dir() -> Path:
-    """Where the bundled libraries are: $ADIL_LIBRARY_DIR, else the package."""
+    """Where the bundled libraries are: $ADIL_LIBRARY_DIR, else the package's
+    ``_lib`` folder.  An editable install spreads the package over two folders
+    (sources in the checkout, built libraries in site-packages): search both."""
     override = os.environ.get("ADIL_LIBRARY_DIR")
     if override:
         return Path(override)
-    return Path(__file__).resolve().parent / "_lib"
+    package = sys.modules[__package__ or "adil"]
+    folders = [Path(p) / "_lib" for p in getattr(package, "__path__", [])]
+    here = Path(__file__).resolve().parent / "_lib"
+    return next((folder for folder in folders if folder.is_dir()), here)
 
 
 ENGINE_LIBRARY = str(library_dir() / _LIBRARY_NAMES["engine"])
