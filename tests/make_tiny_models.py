@@ -1,0 +1,248 @@
+"""Tiny synthetic GGUF models for the architecture tests.
+
+Each file is a real GGUF of one architecture (``gemma3`` or ``llama``) with
+random weights in one weight type, a small SentencePiece-style (``llama``)
+tokenizer section, and shapes small enough to write and run in milliseconds
+but wide enough for every block type (K-quants need rows of 256 elements).
+
+Weight data:
+  * F32, F16, BF16, Q8_0, Q4_0, Q5_0: random float weights quantized with the
+    ``gguf`` package's numpy quantizers;
+  * Q4_K, Q5_K, Q6_K: the ``gguf`` package has no quantizer for these, so
+    their blocks are random bytes with the scale fields set so that the
+    dequantized weights (read back with ``gguf.quants.dequantize``) have the
+    wanted spread.  The weights are random either way.
+Norm weights stay F32, as in converted models.
+
+    python tests/make_tiny_models.py OUT_DIR      # writes every (arch, type)
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import gguf
+import numpy as np
+from gguf import GGMLQuantizationType as T
+from gguf import quants
+
+ARCHITECTURES = ("gemma3", "llama")
+WEIGHT_TYPES = (T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q5_K, T.Q6_K)
+
+# K-quant blocks: (elements, bytes, byte offsets of the fp16 scale fields).
+# x = d * a - dmin * b for Q4_K/Q5_K, x = d * a for Q6_K: linear in the
+# fields, so scaling every field by c scales the weights by c.
+_K_BLOCKS: dict[T, tuple[int, int, tuple[int, ...]]] = {
+    T.Q4_K: (256, 144, (0, 2)),
+    T.Q5_K: (256, 176, (0, 2)),
+    T.Q6_K: (256, 210, (208,)),
+}
+
+
+@dataclass(frozen=True)
+class TinySpec:
+    """Shapes of a tiny model (the same for every weight type)."""
+
+    arch: str
+    n_vocab: int = 384
+    n_embd: int = 256
+    n_layer: int = 7  # gemma3: layers 0-4 and 6 local, layer 5 global
+    n_head: int = 4
+    n_head_kv: int = 2
+    head_dim: int = 64
+    n_ff: int = 512
+    n_ctx_train: int = 256
+    sliding_window: int = 12  # < the 64-token test prompt, so the window matters
+    rms_eps: float = 1e-6
+    rope_base: float = 10000.0  # llama; gemma3 global layers use rope_base_global
+    rope_base_global: float = 1000000.0
+    tied_output: bool = True  # llama files get a separate output.weight
+
+
+def spec_for(arch: str) -> TinySpec:
+    if arch == "gemma3":
+        return TinySpec(arch="gemma3")
+    if arch == "llama":
+        return TinySpec(arch="llama", n_layer=3, rms_eps=1e-5, tied_output=False)
+    raise ValueError(f"unknown architecture {arch!r}; expected one of {ARCHITECTURES}")
+
+
+# ---- tokenizer ---------------------------------------------------------------
+
+SPECIALS = ("<pad>", "<eos>", "<bos>", "<unk>")
+GEMMA_TURNS = ("<start_of_turn>", "<end_of_turn>")
+_WORDS = ("the", "of", "and", "to", "in", "is", "capital", "France", "Paris", "model",
+          "tiny", "cat", "dog", "sat", "on", "mat", "hello", "world", "code", "test")
+
+
+def tokenizer_vocab(spec: TinySpec) -> tuple[list[str], list[float], list[int]]:
+    """Tokens, scores and types: specials, the 256 byte tokens, then pieces
+    (``▁`` marks a space) scored so longer pieces merge first."""
+    tokens: list[str] = list(SPECIALS)
+    types = [3, 3, 3, 2]  # control, control, control, unknown
+    if spec.arch == "gemma3":
+        tokens += GEMMA_TURNS
+        types += [3, 3]
+    tokens += [f"<0x{b:02X}>" for b in range(256)]
+    types += [6] * 256
+    pieces: list[str] = ["▁"] + [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    pieces += [chr(c) for c in range(ord("A"), ord("Z") + 1)]
+    for word in _WORDS:
+        pieces += ["▁" + word[: i + 1] for i in range(len(word))]
+        pieces += [word[: i + 1] for i in range(1, len(word))]
+    seen: set[str] = set(tokens)
+    for piece in pieces:
+        if piece not in seen and len(tokens) < spec.n_vocab:
+            seen.add(piece)
+            tokens.append(piece)
+            types.append(1)
+    while len(tokens) < spec.n_vocab:
+        tokens.append(f"<unused{len(tokens)}>")
+        types.append(5)
+    # Longer pieces score higher, so SentencePiece merges prefer them.
+    scores = [0.0 if t != 1 else float(len(tok)) - i * 1e-3 for i, (tok, t)
+              in enumerate(zip(tokens, types, strict=True))]
+    return tokens, scores, types
+
+
+# ---- weights -------------------------------------------------------------------
+
+
+def _k_quant_rows(rows: int, cols: int, qtype: T, std: float,
+                  rng: np.random.Generator) -> np.ndarray:
+    elems, size, offsets = _K_BLOCKS[qtype]
+    blocks = rng.integers(0, 256, size=(rows * cols // elems, size), dtype=np.uint8)
+    unit = np.array([1.0], dtype=np.float16).view(np.uint8)
+    for off in offsets:
+        blocks[:, off:off + 2] = unit
+    raw = blocks.reshape(rows, cols // elems * size)
+    spread = float(quants.dequantize(raw, qtype).std())
+    factor = np.array([std / spread], dtype=np.float16).view(np.uint8)
+    for off in offsets:
+        blocks[:, off:off + 2] = factor
+    return blocks.reshape(rows, cols // elems * size)
+
+
+def encode_matrix(values: np.ndarray, qtype: T, rng: np.random.Generator) -> np.ndarray:
+    """`values` (rows, cols) float32 as stored in a tensor of `qtype`."""
+    if qtype == T.F32:
+        return values.astype(np.float32)
+    if qtype == T.F16:
+        return values.astype(np.float16)
+    if qtype in _K_BLOCKS:
+        return _k_quant_rows(values.shape[0], values.shape[1], qtype, float(values.std()), rng)
+    return quants.quantize(values.astype(np.float32), qtype)
+
+
+def _matrices(spec: TinySpec) -> list[tuple[str, int, int, float]]:
+    """(name, rows, cols, std) of every matrix."""
+    d, hd = spec.n_embd, spec.head_dim
+    out = [("token_embd.weight", spec.n_vocab, d, 1.0 if spec.arch == "llama" else 0.1)]
+    if not spec.tied_output:
+        out.append(("output.weight", spec.n_vocab, d, d ** -0.5))
+    for i in range(spec.n_layer):
+        out += [
+            (f"blk.{i}.attn_q.weight", spec.n_head * hd, d, d ** -0.5),
+            (f"blk.{i}.attn_k.weight", spec.n_head_kv * hd, d, d ** -0.5),
+            (f"blk.{i}.attn_v.weight", spec.n_head_kv * hd, d, d ** -0.5),
+            (f"blk.{i}.attn_output.weight", d, spec.n_head * hd, (spec.n_head * hd) ** -0.5),
+            (f"blk.{i}.ffn_gate.weight", spec.n_ff, d, d ** -0.5),
+            (f"blk.{i}.ffn_up.weight", spec.n_ff, d, d ** -0.5),
+            (f"blk.{i}.ffn_down.weight", d, spec.n_ff, spec.n_ff ** -0.5),
+        ]
+    return out
+
+
+def _norms(spec: TinySpec) -> list[tuple[str, int]]:
+    names = ["attn_norm", "ffn_norm"]
+    if spec.arch == "gemma3":
+        names += ["post_attention_norm", "post_ffw_norm"]
+    out = [("output_norm.weight", spec.n_embd)]
+    for i in range(spec.n_layer):
+        out += [(f"blk.{i}.{n}.weight", spec.n_embd) for n in names]
+        if spec.arch == "gemma3":
+            out += [(f"blk.{i}.attn_q_norm.weight", spec.head_dim),
+                    (f"blk.{i}.attn_k_norm.weight", spec.head_dim)]
+    return out
+
+
+# ---- the file --------------------------------------------------------------------
+
+
+def _write_hparams(w: gguf.GGUFWriter, spec: TinySpec) -> None:
+    w.add_name(f"tiny-{spec.arch}")
+    w.add_context_length(spec.n_ctx_train)
+    w.add_embedding_length(spec.n_embd)
+    w.add_block_count(spec.n_layer)
+    w.add_feed_forward_length(spec.n_ff)
+    w.add_head_count(spec.n_head)
+    w.add_head_count_kv(spec.n_head_kv)
+    w.add_key_length(spec.head_dim)
+    w.add_value_length(spec.head_dim)
+    w.add_layer_norm_rms_eps(spec.rms_eps)
+    if spec.arch == "gemma3":
+        w.add_rope_freq_base(spec.rope_base_global)
+        w.add_sliding_window(spec.sliding_window)
+    else:
+        w.add_rope_freq_base(spec.rope_base)
+        w.add_rope_dimension_count(spec.head_dim)
+
+
+def _write_tokenizer(w: gguf.GGUFWriter, spec: TinySpec) -> None:
+    tokens, scores, types = tokenizer_vocab(spec)
+    w.add_tokenizer_model("llama")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_bos_token_id(2)
+    w.add_eos_token_id(1)
+    w.add_unk_token_id(3)
+    w.add_pad_token_id(0)
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(False)
+    w.add_add_space_prefix(spec.arch == "llama")
+
+
+def write_tiny_model(path: str | Path, arch: str, qtype: T, seed: int = 0) -> TinySpec:
+    """Writes the tiny `arch` model with matrices of `qtype` to `path`."""
+    spec = spec_for(arch)
+    rng = np.random.default_rng(seed)
+    w = gguf.GGUFWriter(str(path), arch)
+    _write_hparams(w, spec)
+    _write_tokenizer(w, spec)
+    for name, rows, cols, std in _matrices(spec):
+        values = (rng.standard_normal((rows, cols)) * std).astype(np.float32)
+        data = encode_matrix(values, qtype, rng)
+        w.add_tensor(name, data, raw_dtype=qtype if qtype not in (T.F32, T.F16) else None)
+    for name, n in _norms(spec):
+        w.add_tensor(name, rng.uniform(0.5, 1.5, size=n).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return spec
+
+
+def model_path(directory: Path, arch: str, qtype: T) -> Path:
+    return directory / f"tiny-{arch}-{qtype.name.lower()}.gguf"
+
+
+def write_all(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for arch in ARCHITECTURES:
+        for qtype in WEIGHT_TYPES:
+            path = model_path(directory, arch, qtype)
+            write_tiny_model(path, arch, qtype)
+            written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tests/make_tiny_models.py OUT_DIR")
+    for p in write_all(Path(sys.argv[1])):
+        print(p)

@@ -1,0 +1,193 @@
+"""A numpy reference forward pass for the ``gemma3`` and ``llama`` GGUF files
+the engine runs: teacher-forced logits for every position of a prompt.
+
+Written for clarity, in float64, from the architecture descriptions (no KV
+cache, a full causal mask per layer).  Weights are read with the ``gguf``
+package and dequantized with ``gguf.quants``, an implementation independent
+of the engine's kernels.
+
+    logits = reference_logits("model.gguf", [2, 17, 99])   # (3, n_vocab)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gguf import GGMLQuantizationType as T
+from gguf import GGUFReader, quants
+
+F64 = np.float64
+
+
+@dataclass(frozen=True)
+class Config:
+    arch: str
+    n_embd: int
+    n_layer: int
+    n_head: int
+    n_head_kv: int
+    head_dim: int
+    n_rot: int
+    rms_eps: float
+    rope_base: float
+    rope_base_local: float
+    sliding_window: int
+
+
+def _field(reader: GGUFReader, key: str, default: Any = None) -> Any:
+    field = reader.fields.get(key)
+    if field is None:
+        if default is None:
+            raise KeyError(key)
+        return default
+    return field.contents()
+
+
+def read_config(reader: GGUFReader) -> Config:
+    arch = str(_field(reader, "general.architecture"))
+    n_embd = int(_field(reader, f"{arch}.embedding_length"))
+    n_head = int(_field(reader, f"{arch}.attention.head_count"))
+    head_dim = int(_field(reader, f"{arch}.attention.key_length", n_embd // n_head))
+    gemma = arch == "gemma3"
+    return Config(
+        arch=arch,
+        n_embd=n_embd,
+        n_layer=int(_field(reader, f"{arch}.block_count")),
+        n_head=n_head,
+        n_head_kv=int(_field(reader, f"{arch}.attention.head_count_kv", n_head)),
+        head_dim=head_dim,
+        n_rot=int(_field(reader, f"{arch}.rope.dimension_count", head_dim)),
+        rms_eps=float(_field(reader, f"{arch}.attention.layer_norm_rms_epsilon",
+                             1e-6 if gemma else 1e-5)),
+        rope_base=float(_field(reader, f"{arch}.rope.freq_base", 1e6 if gemma else 1e4)),
+        rope_base_local=10000.0,
+        sliding_window=int(_field(reader, f"{arch}.attention.sliding_window", 0)) if gemma else 0,
+    )
+
+
+def read_tensors(reader: GGUFReader) -> dict[str, np.ndarray]:
+    """Every tensor dequantized to float64, shaped (rows, cols) / (n,)."""
+    out: dict[str, np.ndarray] = {}
+    for t in reader.tensors:
+        qtype = T(t.tensor_type)
+        data = np.asarray(t.data)
+        if qtype == T.F32:
+            values = data.astype(F64)
+        elif qtype == T.F16:
+            values = data.view(np.float16).astype(F64)
+        else:
+            values = quants.dequantize(data, qtype).astype(F64)
+        shape = tuple(int(n) for n in reversed(t.shape))  # GGUF ne is innermost first
+        out[t.name] = values.reshape(shape)
+    return out
+
+
+# ---- building blocks --------------------------------------------------------------
+
+
+def rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def rope(x: np.ndarray, positions: np.ndarray, n_rot: int, base: float, neox: bool) -> np.ndarray:
+    """x (T, heads, head_dim): rotates the first n_rot dims of each head."""
+    half = n_rot // 2
+    inv = base ** (-2.0 * np.arange(half, dtype=F64) / n_rot)
+    theta = positions[:, None].astype(F64) * inv[None, :]  # (T, half)
+    cos, sin = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]
+    out = x.copy()
+    if neox:
+        a, b = x[..., :half], x[..., half:n_rot]
+        out[..., :half] = a * cos - b * sin
+        out[..., half:n_rot] = a * sin + b * cos
+    else:
+        a, b = x[..., 0:n_rot:2], x[..., 1:n_rot:2]
+        out[..., 0:n_rot:2] = a * cos - b * sin
+        out[..., 1:n_rot:2] = a * sin + b * cos
+    return out
+
+
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
+              window: int) -> np.ndarray:
+    """q (T, H, d), k and v (T, Hkv, d): causal, optionally windowed."""
+    n, n_head, _ = q.shape
+    group = n_head // k.shape[1]
+    k = np.repeat(k, group, axis=1)
+    v = np.repeat(v, group, axis=1)
+    scores = np.einsum("thd,shd->hts", q, k) * scale
+    pos = np.arange(n)
+    visible = pos[None, :] <= pos[:, None]
+    if window > 0:
+        visible &= pos[:, None] - pos[None, :] < window
+    scores = np.where(visible[None], scores, -np.inf)
+    scores -= scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores)
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return np.einsum("hts,shd->thd", weights, v).reshape(n, -1)
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    return x / (1.0 + np.exp(-x))
+
+
+# ---- the forward pass ----------------------------------------------------------------
+
+
+def _self_attention(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray,
+                    pos: np.ndarray) -> np.ndarray:
+    n = x.shape[0]
+    gemma = cfg.arch == "gemma3"
+    local = gemma and cfg.sliding_window > 0 and i % 6 != 5
+    q = (x @ w[f"blk.{i}.attn_q.weight"].T).reshape(n, cfg.n_head, cfg.head_dim)
+    k = (x @ w[f"blk.{i}.attn_k.weight"].T).reshape(n, cfg.n_head_kv, cfg.head_dim)
+    v = (x @ w[f"blk.{i}.attn_v.weight"].T).reshape(n, cfg.n_head_kv, cfg.head_dim)
+    if gemma:
+        q = rms_norm(q, w[f"blk.{i}.attn_q_norm.weight"], cfg.rms_eps)
+        k = rms_norm(k, w[f"blk.{i}.attn_k_norm.weight"], cfg.rms_eps)
+    base = cfg.rope_base_local if local else cfg.rope_base
+    q = rope(q, pos, cfg.n_rot, base, neox=gemma)
+    k = rope(k, pos, cfg.n_rot, base, neox=gemma)
+    att = attention(q, k, v, 1.0 / np.sqrt(cfg.head_dim), cfg.sliding_window if local else 0)
+    return att @ w[f"blk.{i}.attn_output.weight"].T
+
+
+def _ffn(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray) -> np.ndarray:
+    act = gelu_tanh if cfg.arch == "gemma3" else silu
+    gate = act(x @ w[f"blk.{i}.ffn_gate.weight"].T)
+    up = x @ w[f"blk.{i}.ffn_up.weight"].T
+    return (gate * up) @ w[f"blk.{i}.ffn_down.weight"].T
+
+
+def forward(cfg: Config, w: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
+    """Logits (len(ids), n_vocab) in float64."""
+    gemma = cfg.arch == "gemma3"
+    pos = np.arange(len(ids))
+    x = w["token_embd.weight"][ids]
+    if gemma:
+        x = x * np.sqrt(cfg.n_embd)
+    for i in range(cfg.n_layer):
+        h = _self_attention(cfg, w, i, rms_norm(x, w[f"blk.{i}.attn_norm.weight"], cfg.rms_eps),
+                            pos)
+        if gemma:
+            h = rms_norm(h, w[f"blk.{i}.post_attention_norm.weight"], cfg.rms_eps)
+        x = x + h
+        h = _ffn(cfg, w, i, rms_norm(x, w[f"blk.{i}.ffn_norm.weight"], cfg.rms_eps))
+        if gemma:
+            h = rms_norm(h, w[f"blk.{i}.post_ffw_norm.weight"], cfg.rms_eps)
+        x = x + h
+    x = rms_norm(x, w["output_norm.weight"], cfg.rms_eps)
+    output = w.get("output.weight", w["token_embd.weight"])
+    return x @ output.T
+
+
+def reference_logits(path: str | Path, ids: np.ndarray | list[int]) -> np.ndarray:
+    reader = GGUFReader(str(path))
+    cfg = read_config(reader)
+    return forward(cfg, read_tensors(reader), np.asarray(ids, dtype=np.int64))
