@@ -12,7 +12,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-# from . import models  (lands with the engine work)
+from . import models
 from ._binding import ENGINE_LIBRARY, STUB_LIBRARY
 from .agent import Agent, AgentHandle, DisplayField, Proposal, RunOutcome, ToolCall
 from .cancel import CancelToken
@@ -82,4 +82,5 @@ __all__ = [
     "ToolSchemaError",
     "tool",
     "__version__",
+    "models",
 ]

@@ -50,7 +50,7 @@ def _resolve_model(name: str) -> str:
 
     if Path(name).exists():
         return name
-    from . import models  # type: ignore[attr-defined]  # only needed for aliases
+    from . import models
 
     return str(models.path(name))
 
