@@ -34,13 +34,18 @@ void adil_scale(float *x, float s, int64_t n) {
 void adil_rope_rows(float *x, int64_t T, int64_t row_width, int64_t n_heads, int64_t head_dim,
                     int64_t pos0, const adil_rope *rope) {
     const int64_t half = rope->n_rot / 2;
+    double inv_freq[ADIL_MAX_ROT / 2];
     float cs[ADIL_MAX_ROT / 2], sn[ADIL_MAX_ROT / 2];
+    /* frequency i turns by base^(-2i/n_rot) per position (double: exact
+     * angles even at long positions) */
+    for (int64_t i = 0; i < half; i++) {
+        inv_freq[i] = rope->scale * pow((double)rope->base, -2.0 * (double)i / (double)rope->n_rot);
+        if (rope->factors) inv_freq[i] /= rope->factors[i];
+    }
     for (int64_t t = 0; t < T; t++) {
         /* the angles of this position, shared by every head */
-        const double pos = (double)(pos0 + t) * rope->scale;
         for (int64_t i = 0; i < half; i++) {
-            double theta = pos * pow((double)rope->base, -2.0 * (double)i / (double)rope->n_rot);
-            if (rope->factors) theta /= rope->factors[i];
+            const double theta = (double)(pos0 + t) * inv_freq[i];
             cs[i] = (float)cos(theta);
             sn[i] = (float)sin(theta);
         }
@@ -85,7 +90,10 @@ static void act_worker(void *p, int ith, int nth) {
 
 void adil_gated_act(adil_pool *pool, adil_ffn_act act, float *gate, const float *up, int64_t n) {
     act_job j = {act, gate, up, n};
-    adil_pool_run(pool, act_worker, &j);
+    if (n < 16384) /* one token's worth: waking the pool costs more than it saves */
+        act_worker(&j, 0, 1);
+    else
+        adil_pool_run(pool, act_worker, &j);
 }
 
 /* ---- attention ---------------------------------------------------------------- */
