@@ -78,6 +78,26 @@ static void quantize_job(void *ctx, int ith, int nth) {
     }
 }
 
+/* y for weight rows [r0, r1) x tokens [t0, t1): the level's tile kernel,
+ * or vec_dot pair by pair where the type has none (scalar level). */
+static void dot_tile(const matmul_job *j, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
+    adil_tile tile = {
+        .n = j->cols, .w = j->w + (size_t)r0 * j->w_row, .w_stride = j->w_row,
+        .n_rows = r1 - r0, .act = j->act + (size_t)t0 * j->act_row, .act_stride = j->act_row,
+        .n_tok = t1 - t0, .y = j->y + t0 * j->rows + r0, .y_stride = (size_t)j->rows,
+    };
+    if (j->wt->tile_dot != NULL) {
+        j->wt->tile_dot(&tile);
+        return;
+    }
+    for (int64_t t = 0; t < tile.n_tok; t++) {
+        for (int64_t r = 0; r < tile.n_rows; r++) {
+            tile.y[(size_t)t * tile.y_stride + (size_t)r] = j->wt->vec_dot(
+                j->cols, tile.w + (size_t)r * tile.w_stride, tile.act + (size_t)t * tile.act_stride);
+        }
+    }
+}
+
 static void dot_job(void *ctx, int ith, int nth) {
     const matmul_job *j = ctx;
     int64_t r0, r1;
@@ -87,14 +107,7 @@ static void dot_job(void *ctx, int ith, int nth) {
     for (int64_t t0 = 0; t0 < j->n_tokens; t0 += TOKEN_TILE) {
         int64_t t1 = t0 + TOKEN_TILE < j->n_tokens ? t0 + TOKEN_TILE : j->n_tokens;
         for (int64_t rt = r0; rt < r1; rt += row_tile) {
-            int64_t rt1 = rt + row_tile < r1 ? rt + row_tile : r1;
-            for (int64_t t = t0; t < t1; t++) {
-                const uint8_t *a = j->act + (size_t)t * j->act_row;
-                float *y = j->y + t * j->rows;
-                for (int64_t r = rt; r < rt1; r++) {
-                    y[r] = j->wt->vec_dot(j->cols, j->w + (size_t)r * j->w_row, a);
-                }
-            }
+            dot_tile(j, rt, rt + row_tile < r1 ? rt + row_tile : r1, t0, t1);
         }
     }
 }
