@@ -14,9 +14,12 @@ of a logit, and greedy decoding flips at near-ties.  Stated tolerances:
     0.31 .. 0.62), and TOP_MAX_TOL: at any single position at most 3.5
     (observed up to 2.4);
   * ARGMAX_MARGIN: at every position, llama.cpp's next token is our argmax or
-    its logit is within 1.5 of our max (observed: at most 1.06 below);
-  * greedy 32-token continuations: at least MIN_EXACT of the 14 prompts give
-    exactly llama.cpp's ids (observed 8).
+    its logit is within 2.0 of our max (observed: at most 1.06 below with the
+    scalar kernels, 1.34 with the AVX2 ones; each position where it is not our
+    argmax is a near-tie on llama.cpp's side too, its own top-2 gap < 0.6);
+  * greedy 32-token continuations: at least MIN_EXACT = 7 of the 14 prompts
+    give exactly llama.cpp's ids (observed 8 with the scalar kernels, 10 with
+    the AVX2 ones).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ pytestmark = pytest.mark.skipif(
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gemma3_270m"
 TOP_MEAN_TOL = 0.8
 TOP_MAX_TOL = 3.5
-ARGMAX_MARGIN = 1.5
+ARGMAX_MARGIN = 2.0
 MIN_EXACT = 7
 GREEDY = adil.Sampling(temperature=0.0)
 
