@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import gguf
 import numpy as np
@@ -15,6 +16,7 @@ from gguf import GGMLQuantizationType as T
 from make_tiny_models import model_path, write_tiny_model
 
 import adil
+from adil._binding import check, ffi
 
 GREEDY = adil.Sampling(temperature=0.0)
 
@@ -220,3 +222,42 @@ def test_stats(model: adil.Model) -> None:
     assert done.stats.n_prompt_tokens == 30
     assert done.stats.n_generated == len(done.tokens)
     assert done.stats.prefill_ms > 0 and done.stats.decode_ms >= 0
+
+
+def test_total_deadline(engine: adil.Engine, gemma_path: Path) -> None:
+    with engine.load_model(gemma_path, threads=2, context_length=4096) as m:
+        generation = m.generate(ids(8), max_tokens=0, sampling=GREEDY,
+                                timeout=adil.Timeout(total=0.05))
+        with pytest.raises(adil.DeadlineError) as caught:
+            for _ in generation:
+                pass
+    assert caught.value.limit == "total"
+    assert 0 < len(generation.tokens) < 4088
+
+
+def test_explicit_stop_tokens_end_the_run(model: adil.Model) -> None:
+    """adil_run_params.stop_tokens (not exposed by Model): a run whose first
+    greedy token is a stop token ends at once with END_OF_TEXT."""
+    prompt = ids(10, seed=31)
+    first = model.complete(prompt, max_tokens=1, sampling=GREEDY).tokens[0]
+    lib: Any = model._lib
+    params = ffi.new("adil_run_params *")
+    lib.adil_run_default_params(params)
+    params.max_tokens = 8
+    sampling = GREEDY.to_c(lib)
+    params.sampling = sampling
+    stops = ffi.new("int32_t[]", [first])
+    params.stop_tokens, params.n_stop_tokens = stops, 1
+    run = ffi.new("adil_run **")
+    tokens = ffi.new("int32_t[]", [int(t) for t in prompt])
+    check(lib, lib.adil_run_start(model._ensure_context(), tokens, len(prompt), params, run))
+    try:
+        out, n = ffi.new("int32_t[]", 8), ffi.new("size_t *")
+        assert lib.adil_run_step(run[0], out, 8, n) == 0 and n[0] == 0
+        stats = ffi.new("adil_run_stats *")
+        stats.struct_size = ffi.sizeof("adil_run_stats")
+        check(lib, lib.adil_run_get_stats(run[0], stats))
+        assert stats.stop_reason == 1  # ADIL_STOP_END_OF_TEXT
+        assert stats.n_generated == 0
+    finally:
+        lib.adil_run_free(run[0])
