@@ -102,7 +102,9 @@ static void dot_job(void *ctx, int ith, int nth) {
     const matmul_job *j = ctx;
     int64_t r0, r1;
     adil_pool_split(j->rows, ROW_GRAIN, ith, nth, &r0, &r1);
-    int64_t row_tile = (int64_t)(TILE_BYTES / j->w_row);
+    /* One token (decode): one tile of all the rows, so the kernel prepares
+     * the activation blocks once and streams the rows in order. */
+    int64_t row_tile = j->n_tokens == 1 ? r1 - r0 : (int64_t)(TILE_BYTES / j->w_row);
     row_tile = row_tile < 1 ? 1 : row_tile;
     for (int64_t t0 = 0; t0 < j->n_tokens; t0 += TOKEN_TILE) {
         int64_t t1 = t0 + TOKEN_TILE < j->n_tokens ? t0 + TOKEN_TILE : j->n_tokens;

@@ -137,6 +137,8 @@ ADIL_INLINE __m256 lg_pair_step(lg_kind kind, const lg_row *r, const lg_token *k
     return _mm256_fmadd_ps(s, _mm256_mul_ps(r->d, k->d), acc);
 }
 
+_Static_assert(LG_CHAINS == 2, "the loops are written out for two chains");
+
 ADIL_INLINE float lg_finish(const __m256 chains[LG_CHAINS]) {
     return simd_hsum_ps(_mm256_add_ps(chains[0], chains[1]));
 }
@@ -183,9 +185,9 @@ ADIL_INLINE void lg_core(const adil_tile *t, lg_kind kind, const int R, const in
 
 /* One block of the GEMV: the token's side comes prepared. */
 ADIL_INLINE __m256 lg_gemv_step(const adil_tile *t, lg_kind kind, const uint8_t *w, int64_t b,
-                                const __m256i *fix, const __m256 *da, __m256 acc) {
+                                const __m256i *fix, const float *da, __m256 acc) {
     const block_q8_0 *y = (const block_q8_0 *)t->act + b;
-    lg_token k = {_mm256_loadu_si256((const __m256i *)y->qs), fix[b], da[b]};
+    lg_token k = {_mm256_loadu_si256((const __m256i *)y->qs), fix[b], _mm256_set1_ps(da[b])};
     lg_row row = lg_row_prep(kind, w, b);
     return lg_pair_step(kind, &row, &k, acc);
 }
@@ -206,12 +208,12 @@ ADIL_INLINE void lg_gemv(const adil_tile *t, lg_kind kind, adil_tile_core_fn one
         }
         return;
     }
-    __m256i fix[LG_GEMV_MAX_BLOCKS];
-    __m256 da[LG_GEMV_MAX_BLOCKS];
+    __m256i fix[LG_GEMV_MAX_BLOCKS]; /* 16 KiB: fits any thread's stack */
+    float da[LG_GEMV_MAX_BLOCKS];
     for (int64_t b = 0; b < nb; b++) {
-        lg_token k = lg_token_prep(kind, t->act, b);
-        fix[b] = k.fix;
-        da[b] = k.d;
+        const block_q8_0 *y = (const block_q8_0 *)t->act + b;
+        fix[b] = lg_token_fix(kind, _mm256_loadu_si256((const __m256i *)y->qs));
+        da[b] = simd_fp16(y->d);
     }
     for (int64_t r = 0; r < t->n_rows; r++) {
         const uint8_t *w = t->w + (size_t)r * t->w_stride;
