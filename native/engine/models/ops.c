@@ -107,6 +107,18 @@ typedef struct att_job {
     float *out;
 } att_job;
 
+/* q·k over n floats with 8 independent partial sums: without them the
+ * compiler may not reorder the float additions, so it could not vectorize. */
+static float dot_f32(const float *a, const float *b, int64_t n) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
+    float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) sum += a[i] * b[i];
+    return sum;
+}
+
 /* One query head of one token: softmax(q·Kᵀ * scale) · V over its visible
  * positions. */
 static void attend_one(const att_job *j, int64_t t, int64_t h, float *s) {
@@ -122,9 +134,7 @@ static void attend_one(const att_job *j, int64_t t, int64_t h, float *s) {
     float max = -INFINITY;
     for (int64_t pk = first; pk <= p; pk++) {
         const float *k = adil_kv_k(kv, j->il, pk) + kvh * hd;
-        float dot = 0.0f;
-        for (int64_t i = 0; i < hd; i++) dot += q[i] * k[i];
-        s[pk] = dot * j->scale;
+        s[pk] = dot_f32(q, k, hd) * j->scale;
         if (s[pk] > max) max = s[pk];
     }
     double sum = 0.0;
