@@ -7,7 +7,12 @@
  * (whole cache lines of y per worker, no false sharing).  Within its rows a
  * worker walks tiles: up to TOKEN_TILE tokens × as many weight rows as fit in
  * about TILE_BYTES, so during prefill a weight row is loaded from memory once
- * per TOKEN_TILE tokens instead of once per token.
+ * per TOKEN_TILE tokens instead of once per token.  Each tile goes to the
+ * type's tile kernel (weight_types.h), which keeps small groups of rows and
+ * tokens in registers; in decode a worker's rows are one tile, streamed in
+ * order.  Types without a tile kernel (the scalar level) loop over vec_dot.
+ * Either way every y equals the level's vec_dot of its row and token, so the
+ * result does not depend on the number of threads or tokens.
  */
 #include "compute/matmul.h"
 

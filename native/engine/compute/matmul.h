@@ -14,7 +14,9 @@
  * weight rows over the pool's threads.  With n_tokens > 1 (prefill) each
  * thread walks tiles of weight rows × tokens so a weight row is read once
  * from memory and reused for a tile of tokens while it is in cache.
- * Decode is the same call with n_tokens = 1.
+ * Decode is the same call with n_tokens = 1.  The kernels are those of the
+ * CPU level selected at first use (cpu_level.h); results are bit-identical
+ * for any thread count and tiling at a given level.
  */
 #ifndef ADIL_MATMUL_H
 #define ADIL_MATMUL_H

@@ -2,7 +2,8 @@
  * legacy_avx512.c — the dot products of Q8_0, Q4_0 and Q5_0 weights with Q8_0
  * activations compiled for the avx512 level; the cores are in legacy_cores.h.
  * One token (decode) goes through the row-sequential GEMV, several
- * (prefill) through register tiles of LG_MAX_ROWS x LG_MAX_TOKS pairs.
+ * (prefill) through lg_gemm's register tiles of LG_MAX_ROWS x LG_MAX_TOKS
+ * pairs.
  */
 #include "compute/simd/kernels_simd.h"
 #include "compute/simd/legacy_cores.h"
@@ -32,7 +33,7 @@ void adil_tile_q8_0_avx512(const adil_tile *t) {
         lg_gemv(t, LG_Q8_0, q8_0_one);
         return;
     }
-    adil_tile_walk(&Q8_0_SHAPES, t);
+    lg_gemm(t, LG_Q8_0, &Q8_0_SHAPES);
 }
 
 void adil_tile_q4_0_avx512(const adil_tile *t) {
@@ -40,7 +41,7 @@ void adil_tile_q4_0_avx512(const adil_tile *t) {
         lg_gemv(t, LG_Q4_0, q4_0_one);
         return;
     }
-    adil_tile_walk(&Q4_0_SHAPES, t);
+    lg_gemm(t, LG_Q4_0, &Q4_0_SHAPES);
 }
 
 void adil_tile_q5_0_avx512(const adil_tile *t) {
@@ -48,7 +49,7 @@ void adil_tile_q5_0_avx512(const adil_tile *t) {
         lg_gemv(t, LG_Q5_0, q5_0_one);
         return;
     }
-    adil_tile_walk(&Q5_0_SHAPES, t);
+    lg_gemm(t, LG_Q5_0, &Q5_0_SHAPES);
 }
 
 float adil_vec_dot_q8_0_avx512(int64_t n, const void *w, const void *a) {

@@ -1,0 +1,149 @@
+/*
+ * legacy_blocks.h — one block of the dot products of the 32-element weight
+ * types Q8_0, Q4_0 and Q5_0 with Q8_0 activations: unpacking a weight
+ * block, preparing an activation block, and their product, for
+ * legacy_cores.h.  The AVX2 and AVX-512 builds differ only in how a block's
+ * integer dot product is formed (lg_pair_dot):
+ *
+ *   AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes and adds
+ *     groups of four into int32 lanes, exactly.  Weight levels are made
+ *     unsigned, u = q + o (Q8_0: flip the sign bit, o = 128; Q4_0: the
+ *     nibble, o = 8; Q5_0: nibble + 16 * fifth bit, o = 16), and a block is
+ *     sum(u * a) - o * sum(a).  The correction depends on the activation
+ *     block only: it is formed once per token block as int32 lanes and is
+ *     the starting value of every row's vpdpbusd.
+ *   AVX2: maddubs forms int16 pairs, which must not saturate: Q8_0 moves the
+ *     weight's sign onto the activation (|w| * sign(a, w); |w| <= 128,
+ *     |a| <= 127); Q4_0 / Q5_0 subtract the pairs of o * a (formed once per
+ *     token block) from those of u * a.  madd sums pairs into int32 lanes.
+ *
+ * The int32 lanes of block b are scaled by d_w * d_a and accumulated in
+ * float (lg_pair_step); every loop of legacy_cores.h runs exactly these
+ * operations per (row, token) pair.
+ */
+#ifndef ADIL_LEGACY_BLOCKS_H
+#define ADIL_LEGACY_BLOCKS_H
+
+#include "compute/simd/simd_x86.h"
+
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__AVX512BW__)
+#define LG_VNNI 1
+#else
+#define LG_VNNI 0
+#endif
+
+typedef enum { LG_Q8_0, LG_Q4_0, LG_Q5_0 } lg_kind;
+
+/* A weight block ready for the dot products, and its scale. */
+typedef struct lg_row {
+    __m256i u;     /* levels: unsigned (Q4_0, Q5_0, VNNI Q8_0) or |q| (AVX2 Q8_0) */
+    __m256i sign;  /* AVX2 Q8_0: q itself, whose signs go onto the activation */
+    float d;
+} lg_row;
+
+/* An activation block ready for the dot products. */
+typedef struct lg_token {
+    __m256i a;
+    __m256i fix;   /* VNNI: -o * sum(a) lanes; AVX2 Q4_0/Q5_0: o * a pairs */
+    __m256 d;
+} lg_token;
+
+ADIL_INLINE char lg_offset(lg_kind kind) {
+    return kind == LG_Q8_0 ? (char)0x80 : kind == LG_Q4_0 ? 8 : 16;
+}
+
+/* Levels plus 16 where bit j of the 32-bit qh is set, for element j. */
+ADIL_INLINE __m256i lg_add_fifth_bits(__m256i levels, uint32_t qh) {
+#if LG_VNNI
+    return _mm256_mask_add_epi8(levels, (__mmask32)qh, levels, _mm256_set1_epi8(16));
+#else
+    /* byte j gets byte j / 8 of qh, keeps bit j % 8, becomes 16 if set */
+    const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                             0x0101010101010101, 0x0000000000000000);
+    const __m256i bit = _mm256_set1_epi64x((int64_t)0x8040201008040201);
+    __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread);
+    __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+    return _mm256_or_si256(levels, _mm256_and_si256(set, _mm256_set1_epi8(16)));
+#endif
+}
+
+ADIL_INLINE lg_row lg_row_prep(lg_kind kind, const uint8_t *row, int64_t b) {
+    lg_row r;
+    r.sign = _mm256_setzero_si256();
+    if (kind == LG_Q8_0) {
+        const block_q8_0 *x = (const block_q8_0 *)row + b;
+        __m256i q = _mm256_loadu_si256((const __m256i *)x->qs);
+        r.d = simd_fp16(x->d);
+#if LG_VNNI
+        r.u = _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80));
+#else
+        r.u = _mm256_abs_epi8(q);
+        r.sign = q;
+#endif
+    } else if (kind == LG_Q4_0) {
+        const block_q4_0 *x = (const block_q4_0 *)row + b;
+        r.u = simd_nibbles_32(x->qs);
+        r.d = simd_fp16(x->d);
+    } else {
+        const block_q5_0 *x = (const block_q5_0 *)row + b;
+        r.u = lg_add_fifth_bits(simd_nibbles_32(x->qs), simd_load_u32(x->qh));
+        r.d = simd_fp16(x->d);
+    }
+    return r;
+}
+
+/* The activation-side correction of a block (see the file comment). */
+ADIL_INLINE __m256i lg_token_fix(lg_kind kind, __m256i a) {
+    __m256i offset = _mm256_set1_epi8(lg_offset(kind));
+#if LG_VNNI
+    __m256i oa = _mm256_dpbusd_epi32(_mm256_setzero_si256(), offset, a);
+    return _mm256_sub_epi32(_mm256_setzero_si256(), oa);
+#else
+    return kind == LG_Q8_0 ? _mm256_setzero_si256() : _mm256_maddubs_epi16(offset, a);
+#endif
+}
+
+ADIL_INLINE lg_token lg_token_prep(lg_kind kind, const uint8_t *act_row, int64_t b) {
+    const block_q8_0 *y = (const block_q8_0 *)act_row + b;
+    lg_token k;
+    k.a = _mm256_loadu_si256((const __m256i *)y->qs);
+    k.fix = lg_token_fix(kind, k.a);
+    k.d = simd_fp16_x8(y->d);
+    return k;
+}
+
+/* The block's exact integer dot product, as int32 lanes. */
+ADIL_INLINE __m256i lg_pair_dot(lg_kind kind, const lg_row *r, const lg_token *k) {
+#if LG_VNNI
+    (void)kind;
+    return _mm256_dpbusd_epi32(k->fix, r->u, k->a);
+#else
+    __m256i p = kind == LG_Q8_0
+                    ? _mm256_maddubs_epi16(r->u, _mm256_sign_epi8(k->a, r->sign))
+                    : _mm256_sub_epi16(_mm256_maddubs_epi16(r->u, k->a), k->fix);
+    return simd_pairs_i32(p);
+#endif
+}
+
+ADIL_INLINE __m256 lg_pair_step(lg_kind kind, const lg_row *r, const lg_token *k, __m256 acc) {
+    __m256 s = _mm256_cvtepi32_ps(lg_pair_dot(kind, r, k));
+    return _mm256_fmadd_ps(s, _mm256_mul_ps(_mm256_set1_ps(r->d), k->d), acc);
+}
+
+/* A weight block kept unpacked for reuse (prefill): 32 bytes from which
+ * lg_row_unpacked rebuilds the lg_row. */
+ADIL_INLINE __m256i lg_row_packed(lg_kind kind, const lg_row *r) {
+    return !LG_VNNI && kind == LG_Q8_0 ? r->sign : r->u;
+}
+
+ADIL_INLINE lg_row lg_row_unpacked(lg_kind kind, __m256i packed, float d) {
+    lg_row r = {packed, _mm256_setzero_si256(), d};
+    if (!LG_VNNI && kind == LG_Q8_0) {
+        r.u = _mm256_abs_epi8(packed);
+        r.sign = packed;
+    }
+    return r;
+}
+
+#endif /* ADIL_LEGACY_BLOCKS_H */
+
