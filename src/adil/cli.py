@@ -70,7 +70,7 @@ def _generate(args: argparse.Namespace) -> int:
         print(
             f"prefill: {s.n_prompt_tokens - s.n_cached_tokens} tokens in {s.prefill_ms:.1f} ms "
             f"({s.prefill_tokens_per_s:.1f} tokens/s)\n"
-            f"decode:  {s.n_generated} tokens in {s.decode_ms:.1f} ms "
+            f"decode:  {max(s.n_generated - 1, 0)} tokens in {s.decode_ms:.1f} ms "
             f"({s.decode_tokens_per_s:.1f} tokens/s)\n"
             f"stop:    {generation.stop_reason}",
             file=sys.stderr,

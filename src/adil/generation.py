@@ -55,7 +55,9 @@ class Stats:
 
     @property
     def decode_tokens_per_s(self) -> float:
-        return self.n_generated / (self.decode_ms / 1000) if self.decode_ms > 0 else 0.0
+        # The first token comes out of the prefill; decode made the others.
+        decoded = max(self.n_generated - 1, 0)
+        return decoded / (self.decode_ms / 1000) if self.decode_ms > 0 else 0.0
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ struct adil_run {
     double step_budget_ms;
     double token_t0;                /* when work on the current token began */
     bool prefilled;
+    bool ignore_eos;                /* only stop_tokens end the run (benchmarks) */
     int32_t pending;                /* last emitted token, not yet evaluated; -1 none */
     adil_stop_reason pending_reason;/* set by the stop hook */
     adil_status final_status;       /* what stopped the run */
@@ -82,7 +83,8 @@ static bool is_stop_token(const adil_run *run, int32_t tok) {
     if (tok < 0) return false;
     adil_tokenizer_info ti;
     adil_tokenizer_get_info(m->tok, &ti);
-    if ((uint32_t)tok < ti.n_vocab && adil_tokenizer_is_eog(m->tok, tok)) return true;
+    if (!run->ignore_eos && (uint32_t)tok < ti.n_vocab && adil_tokenizer_is_eog(m->tok, tok))
+        return true;
     for (size_t i = 0; i < run->n_stop; i++)
         if (run->stop_tokens[i] == tok) return true;
     return false;
@@ -178,6 +180,7 @@ ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, si
     run->total_ms = p.total_timeout_ms;
     run->read_ms = p.read_timeout_ms;
     run->step_budget_ms = p.step_budget_ms ? p.step_budget_ms : 20;
+    run->ignore_eos = p.ignore_eos != 0;
     run->n_keep = reusable_prefix(ctx, prompt, run->n_prompt);
     ctx->n_past = run->n_keep; /* drop what follows the shared prefix */
     run->stats.struct_size = sizeof run->stats;
@@ -222,7 +225,8 @@ static adil_status next_token(adil_run *run, int32_t *tok) {
 
     const double t0 = adil_now_ms();
     const int32_t t = adil_sampler_sample(run->sampler, run->ctx->logits);
-    run->stats.decode_ms += adil_now_ms() - t0;
+    /* The first token belongs to the prompt's time (time to first token). */
+    *(run->stats.n_generated == 0 ? &run->stats.prefill_ms : &run->stats.decode_ms) += adil_now_ms() - t0;
     if (is_stop_token(run, t)) return finish(run, ADIL_STOP_END_OF_TEXT, ADIL_OK);
     adil_sampler_accept(run->sampler, t);
     run->pending = t;

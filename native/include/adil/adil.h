@@ -361,8 +361,8 @@ typedef struct adil_run_stats {
     uint32_t n_cached_tokens;      /* prompt tokens reused from the KV cache */
     uint32_t n_generated;
     uint32_t cancel_acknowledged;  /* non-zero: a cancel was seen, even if the answer was still returned */
-    double prefill_ms;
-    double decode_ms;
+    double prefill_ms;             /* evaluating the prompt and choosing the first token */
+    double decode_ms;              /* the steps that made the other n_generated - 1 tokens */
 } adil_run_stats;
 
 /* Starts a generation that continues `prompt` on `ctx`.  The context keeps
