@@ -96,9 +96,10 @@ static void dot_tile(const matmul_job *j, int64_t r0, int64_t r1, int64_t t0, in
         return;
     }
     for (int64_t t = 0; t < tile.n_tok; t++) {
+        const uint8_t *act = tile.act + (size_t)t * tile.act_stride;
         for (int64_t r = 0; r < tile.n_rows; r++) {
-            tile.y[(size_t)t * tile.y_stride + (size_t)r] = j->wt->vec_dot(
-                j->cols, tile.w + (size_t)r * tile.w_stride, tile.act + (size_t)t * tile.act_stride);
+            tile.y[(size_t)t * tile.y_stride + (size_t)r] =
+                j->wt->vec_dot(j->cols, tile.w + (size_t)r * tile.w_stride, act);
         }
     }
 }

@@ -24,6 +24,12 @@
 #include "compute/simd/simd_x86.h"
 
 #define KQ_MAX_TOKS 4
+/* Independent int32 accumulators within a super-block, so that with one
+ * token (decode) the multiply-adds do not wait on each other's latency;
+ * several tokens are independent already.  Integer sums are exact in any
+ * order, so this changes no result. */
+#define KQ_CHAINS 4
+#define KQ_CHAINS_FOR(T) ((T) == 1 ? KQ_CHAINS : 1)
 
 ADIL_INLINE const block_q8_K *kq_act(const adil_tile *t, int k, int64_t i) {
     return (const block_q8_K *)(t->act + (size_t)k * t->act_stride) + i;
@@ -36,6 +42,14 @@ ADIL_INLINE __m256i kq_dot_acc(__m256i acc, __m256i p, __m256i sc) {
 #else
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc));
 #endif
+}
+
+ADIL_INLINE __m256i kq_sum_chains(const __m256i chains[KQ_CHAINS], const int C) {
+    __m256i s = chains[0];
+    for (int c = 1; c < C; c++) {
+        s = _mm256_add_epi32(s, chains[c]);
+    }
+    return s;
 }
 
 /* int16 lane j of each 128-bit half of `v`, in all 16 lanes. */
@@ -67,6 +81,7 @@ ADIL_INLINE void kq_scales_mins(const uint8_t packed[12], __m256i *scales, __m25
 }
 
 ADIL_INLINE void kq_k4_core(const adil_tile *t, bool five_bits, const int T) {
+    const int C = KQ_CHAINS_FOR(T);
     const size_t block_size = five_bits ? sizeof(block_q5_K) : sizeof(block_q4_K);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     __m256 acc[KQ_MAX_TOKS];
@@ -78,12 +93,15 @@ ADIL_INLINE void kq_k4_core(const adil_tile *t, bool five_bits, const int T) {
         const block_q4_K *x = (const block_q4_K *)(t->w + (size_t)i * block_size);
         const block_q5_K *x5 = (const block_q5_K *)x;
         const uint8_t *qs = five_bits ? x5->qs : x->qs;
-        __m256i qh = five_bits ? _mm256_loadu_si256((const __m256i *)x5->qh) : _mm256_setzero_si256();
+        __m256i qh = five_bits ? _mm256_loadu_si256((const __m256i *)x5->qh)
+                               : _mm256_setzero_si256();
         __m256i scales, mins;
         kq_scales_mins(x->scales, &scales, &mins);
-        __m256i dots[KQ_MAX_TOKS];
+        __m256i dots[KQ_MAX_TOKS][KQ_CHAINS];
         for (int k = 0; k < T; k++) {
-            dots[k] = _mm256_setzero_si256();
+            for (int c = 0; c < C; c++) {
+                dots[k][c] = _mm256_setzero_si256();
+            }
         }
         for (int h = 0; h < 4; h++) { /* 64 elements: sub-blocks 2h (low nibbles), 2h + 1 */
             __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
@@ -99,8 +117,11 @@ ADIL_INLINE void kq_k4_core(const adil_tile *t, bool five_bits, const int T) {
                 const int8_t *a = kq_act(t, k, i)->qs + 64 * h;
                 __m256i a_lo = _mm256_loadu_si256((const __m256i *)a);
                 __m256i a_hi = _mm256_loadu_si256((const __m256i *)(a + 32));
-                dots[k] = kq_dot_acc(dots[k], _mm256_maddubs_epi16(lo, a_lo), sc_lo);
-                dots[k] = kq_dot_acc(dots[k], _mm256_maddubs_epi16(hi, a_hi), sc_hi);
+                __m256i *d = dots[k];
+                d[2 * h % C] = kq_dot_acc(d[2 * h % C],
+                                                  _mm256_maddubs_epi16(lo, a_lo), sc_lo);
+                d[(2 * h + 1) % C] = kq_dot_acc(d[(2 * h + 1) % C],
+                                                        _mm256_maddubs_epi16(hi, a_hi), sc_hi);
             }
         }
         float d = simd_fp16(x->d), dmin = simd_fp16(x->dmin);
@@ -108,7 +129,8 @@ ADIL_INLINE void kq_k4_core(const adil_tile *t, bool five_bits, const int T) {
             const block_q8_K *y = kq_act(t, k, i);
             __m256i bsums = _mm256_loadu_si256((const __m256i *)y->bsums);
             __m256 msum = _mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins));
-            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[k]), _mm256_set1_ps(d * y->d), acc[k]);
+            __m256i dot = kq_sum_chains(dots[k], C);
+            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(d * y->d), acc[k]);
             acc[k] = _mm256_fnmadd_ps(msum, _mm256_set1_ps(dmin * y->d), acc[k]);
         }
     }
@@ -138,6 +160,7 @@ ADIL_INLINE __m256i kq_q6_chunk_scales(__m128i scales, int chunk) {
 }
 
 ADIL_INLINE void kq_q6_K_core(const adil_tile *t, const int T) {
+    const int C = KQ_CHAINS_FOR(T);
     __m256 acc[KQ_MAX_TOKS];
     for (int k = 0; k < T; k++) {
         acc[k] = _mm256_setzero_ps();
@@ -145,9 +168,11 @@ ADIL_INLINE void kq_q6_K_core(const adil_tile *t, const int T) {
     for (int64_t i = 0; i < t->n / ADIL_QK_K; i++) {
         const block_q6_K *x = (const block_q6_K *)t->w + i;
         __m128i scales = _mm_loadu_si128((const __m128i *)x->scales);
-        __m256i dots[KQ_MAX_TOKS];
+        __m256i dots[KQ_MAX_TOKS][KQ_CHAINS];
         for (int k = 0; k < T; k++) {
-            dots[k] = _mm256_setzero_si256();
+            for (int c = 0; c < C; c++) {
+                dots[k][c] = _mm256_setzero_si256();
+            }
         }
         for (int half = 0; half < 2; half++) {
             __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * half));
@@ -160,7 +185,7 @@ ADIL_INLINE void kq_q6_K_core(const adil_tile *t, const int T) {
                 for (int k = 0; k < T; k++) {
                     const int8_t *a = kq_act(t, k, i)->qs + 32 * chunk;
                     __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)a));
-                    dots[k] = kq_dot_acc(dots[k], p, sc);
+                    dots[k][c % C] = kq_dot_acc(dots[k][c % C], p, sc);
                 }
             }
         }
@@ -169,7 +194,7 @@ ADIL_INLINE void kq_q6_K_core(const adil_tile *t, const int T) {
         for (int k = 0; k < T; k++) {
             const block_q8_K *y = kq_act(t, k, i);
             __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), sc16);
-            __m256i dot = _mm256_sub_epi32(dots[k], _mm256_slli_epi32(bs, 5));
+            __m256i dot = _mm256_sub_epi32(kq_sum_chains(dots[k], C), _mm256_slli_epi32(bs, 5));
             acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(d * y->d), acc[k]);
         }
     }
