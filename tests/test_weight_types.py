@@ -1,6 +1,7 @@
 """Weight types: the engine's dequantizers, quantizers and dot products against
 the `gguf` package's numpy implementations (an independent oracle), on random
-data.
+data.  They run with the kernels of the CPU level the engine selects (ADIL_CPU);
+test_kernels_levels.py runs this file once per level the machine supports.
 
 Error budgets of the dot products (relative to sum |w_i x_i|, the scale of the
 result):
