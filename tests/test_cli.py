@@ -21,6 +21,8 @@ def test_info_json_on_the_bundled_engine() -> None:
     assert info["engine_name"] == "adil-cpu"
     assert info["host_name"] == "adil-python" and info["host_major"] == 2
     assert "cpu" in info["backends"]
+    assert info["kernels"] in {"scalar", "avx2", "avx512"}
+    assert not any("=" in feature for feature in info["cpu_features"])
     assert info["library"] == adil.ENGINE_LIBRARY
 
 

@@ -49,6 +49,7 @@ class BenchResult:
     gen_tokens: int
     repetitions: int
     cpu_features: tuple[str, ...]
+    kernels: str
     weight_bytes: int
     prefill: Series
     decode: Series
@@ -137,6 +138,7 @@ def run_bench(
         gen_tokens=gen_tokens,
         repetitions=repetitions,
         cpu_features=engine.info.cpu_features,
+        kernels=engine.info.kernels,
         weight_bytes=info.size_bytes,
         prefill=prefill,
         decode=decode,
@@ -157,7 +159,7 @@ def format_table(result: BenchResult) -> str:
     lines += [
         "",
         f"model: {result.model} ({result.weight_bytes / 1e6:.1f} MB of weights)",
-        f"engine: {result.engine}, threads {result.threads}, "
+        f"engine: {result.engine}, threads {result.threads}, kernels {result.kernels or '-'}, "
         f"CPU features: {','.join(result.cpu_features) or '-'}",
         f"read bandwidth: {result.read_bandwidth_gb_per_s:.1f} GB/s -> decode ceiling "
         f"{result.decode_roofline_tokens_per_s:.1f} tokens/s; decode at "

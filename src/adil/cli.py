@@ -38,6 +38,7 @@ def _info(args: argparse.Namespace) -> int:
                  f"{info['host_major']}.{info['host_minor']})"),
         ("backends", ", ".join(info["backends"]) or "-"),
         ("CPU features", ", ".join(info["cpu_features"]) or "-"),
+        ("kernels", info["kernels"] or "-"),
     ]
     width = max(len(k) for k, _ in rows)
     for key, value in rows:

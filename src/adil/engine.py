@@ -50,6 +50,7 @@ class EngineInfo:
     engine_version: str
     backends: tuple[str, ...]
     cpu_features: tuple[str, ...]
+    kernels: str = ""  # the kernel set that runs: scalar, avx2, avx512 ("" for the stub)
 
     @property
     def abi(self) -> str:
@@ -93,7 +94,9 @@ class Engine:
             engine_name=library.engine_name,
             engine_version=library.engine_version,
             backends=library.backends,
-            cpu_features=library.cpu_features,
+            cpu_features=tuple(f for f in library.cpu_features if "=" not in f),
+            kernels=next((f.split("=", 1)[1] for f in library.cpu_features
+                          if f.startswith("kernels=")), ""),
         )
 
     @classmethod

@@ -3,15 +3,17 @@
  * component-info struct (name, version, backends, CPU features, struct sizes).
  */
 #include "engine_internal.h"
+#include "compute/cpu_level.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 /* Filled once (pthread_once) and read-only afterwards: the only static data
  * of the engine, and it never changes after the first call. */
 static adil_component_info component_info;
-static char cpu_feature_list[160];
+static char cpu_feature_list[192];
 static pthread_once_t component_once = PTHREAD_ONCE_INIT;
 
 static void append_feature(char *list, size_t cap, const char *name) {
@@ -38,6 +40,10 @@ static void detect_cpu_features(char *list, size_t cap) {
     if (__builtin_cpu_supports("avx512vnni")) append_feature(list, cap, "avx512vnni");
 #endif
     if (!list[0]) append_feature(list, cap, "scalar");
+    /* Which kernel set really runs (ADIL_CPU applied): hosts show it apart. */
+    char level[32];
+    snprintf(level, sizeof level, "kernels=%s", adil_cpu_level_name());
+    append_feature(list, cap, level);
 }
 
 static void component_init(void) {

@@ -145,7 +145,8 @@ typedef struct adil_component_info {
     const char *engine_name;       /* e.g. "adil-cpu", "adil-stub" */
     const char *engine_version;    /* the engine's own version string */
     const char *backends;          /* comma-separated backends built in, e.g. "cpu" */
-    const char *cpu_features;      /* comma-separated CPU features in use, e.g. "avx2,fma" */
+    const char *cpu_features;      /* comma-separated CPU features in use, e.g. "avx2,fma";
+                                      an entry "kernels=NAME" names the kernel set that runs */
     /* sizeof() each public struct as the engine was compiled; hosts refuse
      * an engine whose sizes disagree with their own. */
     uint32_t size_host_info;
