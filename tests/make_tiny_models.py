@@ -206,13 +206,18 @@ def _write_tokenizer(w: gguf.GGUFWriter, spec: TinySpec) -> None:
     w.add_add_space_prefix(spec.arch == "llama")
 
 
-def write_tiny_model(path: str | Path, arch: str, qtype: T, seed: int = 0) -> TinySpec:
-    """Writes the tiny `arch` model with matrices of `qtype` to `path`."""
+def write_tiny_model(
+    path: str | Path, arch: str, qtype: T, seed: int = 0, chat_template: str | None = None
+) -> TinySpec:
+    """Writes the tiny `arch` model with matrices of `qtype` to `path`
+    (with `chat_template` as tokenizer.chat_template when given)."""
     spec = spec_for(arch)
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(str(path), arch)
     _write_hparams(w, spec)
     _write_tokenizer(w, spec)
+    if chat_template is not None:
+        w.add_chat_template(chat_template)
     for name, rows, cols, std in _matrices(spec):
         values = (rng.standard_normal((rows, cols)) * std).astype(np.float32)
         data = encode_matrix(values, qtype, rng)

@@ -2,7 +2,7 @@
 
     adil info [--json] [--library PATH]
     adil generate --model PATH|ALIAS [--max-tokens N] [--temperature T] [--seed S]
-                  [--threads N] [--stats] "prompt"
+                  [--threads N] [--stats] [--chat] "prompt"
     adil bench --model PATH|ALIAS [--threads N] [--prompt-tokens 512] [--gen-tokens 128]
                [--repetitions 5] [--json]
 """
@@ -61,7 +61,10 @@ def _generate(args: argparse.Namespace) -> int:
     model = engine.load_model(_resolve_model(args.model), threads=args.threads,
                               context_length=args.context_length)
     sampling = Sampling(temperature=args.temperature, seed=args.seed)
-    generation = model.generate(args.prompt, max_tokens=args.max_tokens, sampling=sampling)
+    prompt = args.prompt
+    if args.chat:
+        prompt = model.render_chat([{"role": "user", "content": prompt}])
+    generation = model.generate(prompt, max_tokens=args.max_tokens, sampling=sampling)
     for piece in generation:
         sys.stdout.write(piece.text)
         sys.stdout.flush()
@@ -109,6 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--threads", type=int, default=None)
     gen.add_argument("--context-length", type=int, default=None)
     gen.add_argument("--stats", action="store_true", help="prefill and decode tokens/s")
+    gen.add_argument("--chat", action="store_true",
+                     help="send the prompt as a user message through the model's chat template")
     gen.set_defaults(run=_generate)
 
     bench = sub.add_parser("bench", help="prefill and decode tokens/s, bandwidth roofline")
