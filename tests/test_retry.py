@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import adil
@@ -109,6 +109,11 @@ RETRYABLE = st.sampled_from([
     attempt_cost=st.floats(0.0, 2.0),
     seed=st.integers(0, 2**32),
     make_error=RETRYABLE,
+)
+@example(  # found by hypothesis: a pause that ends exactly at the deadline after rounding
+    total=1.0, failures=1, max_retries=1, initial=1.0, multiplier=1.0, cap=1.0,
+    jitter=8.840452517309341e-15, attempt_cost=0.0, seed=0,
+    make_error=lambda: adil.BusyError("busy"),
 )
 def test_retries_never_pass_the_total_deadline(
     total: float | None, failures: int, max_retries: int, initial: float, multiplier: float,

@@ -90,8 +90,9 @@ class RetryPolicy:
                 if not is_retryable(error) or retry >= self.max_retries:
                     raise
                 pause = self.delay(retry, rng)
-                left = deadline.remaining() if deadline is not None else None
-                if (left is not None and pause >= left) or (should_stop and should_stop()):
+                if deadline is not None and deadline.expires_within(pause):
+                    raise
+                if should_stop and should_stop():
                     raise
                 sleep(pause)
                 retry += 1

@@ -70,6 +70,13 @@ class Deadline:
         left = self.remaining()
         return left is not None and left <= 0
 
+    def expires_within(self, seconds: float) -> bool:
+        """True when the total deadline falls `seconds` from now or sooner
+        (compared as absolute times, as a sleep of `seconds` would end)."""
+        if self.timeout.total is None:
+            return False
+        return self.clock() + seconds >= self.started + self.timeout.total
+
     def check(self) -> None:
         """Raises :class:`DeadlineError` (limit ``total``) once expired."""
         if self.expired():
