@@ -14,8 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 import adil
+
+# No per-example time limit (shared, noisy machines); in CI the examples are
+# derived from the test itself, so a run is repeatable.
+settings.register_profile("default", deadline=None)
+settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = ("abi1", "abi3", "missing_symbol", "bad_struct_size", "refuses_host")
