@@ -1,7 +1,7 @@
 /*
  * kquant_cores.h — the dot-product cores of the K-quants Q4_K, Q5_K and
- * Q6_K with Q8_K activations, included by kquant_avx2.c and
- * kquant_avx512.c; the only difference between the two is how an int16
+ * Q6_K with Q8_K activations, included through kquant_level.h by
+ * kquant_avx2.c and kquant_avx512.c; the only difference between the two is how an int16
  * product is accumulated (madd + add, or the fused AVX-512 VNNI vpdpwssd)
  * and how the fifth bits of Q5_K are set (shifts, or a byte mask).
  *

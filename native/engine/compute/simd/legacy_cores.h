@@ -1,7 +1,7 @@
 /*
  * legacy_cores.h — the loops of the Q8_0 / Q4_0 / Q5_0 dot products
- * (the per-block maths is in legacy_blocks.h), included by legacy_avx2.c and
- * legacy_avx512.c:
+ * (the per-block maths is in legacy_blocks.h), included through
+ * legacy_level.h by legacy_avx2.c and legacy_avx512.c:
  *   lg_core  R rows x T tokens with every accumulator in a register;
  *   lg_gemm  prefill: unpacks a group of R weight rows once into a stack
  *            buffer, then runs the R x T cores over all the tile's tokens,
