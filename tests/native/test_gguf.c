@@ -9,22 +9,13 @@
 #include "adil_common.h"
 #include "compute/weight_types.h"
 #include "format/gguf.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                               \
-        }                                                                             \
-    } while (0)
 
 /* ---- an image builder that remembers where named fields are ---------------- */
 
@@ -192,7 +183,7 @@ static void expect_format_error(const image *m, const char *needle, const char *
     if (st != ADIL_STATUS_MODEL_FORMAT || strstr(msg, needle) == NULL ||
         strncmp(msg, "gguf: ", 6) != 0) {
         fprintf(stderr, "%s: status %d, message '%s', wanted '%s'\n", what, (int)st, msg, needle);
-        failures++;
+        test_failures++;
     }
 }
 
@@ -265,7 +256,7 @@ static void test_valid(uint32_t version, uint32_t alignment) {
     adil_status st = gguf_open_memory(m.buf, m.n, &f);
     if (st != ADIL_OK) {
         fprintf(stderr, "valid v%u image refused: %s\n", version, adil_last_error());
-        failures++;
+        test_failures++;
         return;
     }
     CHECK(gguf_version(f) == version && gguf_size(f) == m.n);
@@ -398,10 +389,5 @@ int main(void) {
     test_duplicate_key();
     test_truncations();
     test_files();
-    if (failures) {
-        fprintf(stderr, "test_gguf: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_gguf: ok\n");
-    return 0;
+    return test_report("test_gguf");
 }

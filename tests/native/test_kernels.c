@@ -8,22 +8,13 @@
 #include "compute/matmul.h"
 #include "compute/threadpool.h"
 #include "compute/weight_types.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                               \
-        }                                                                             \
-    } while (0)
 
 /* ---- conversions ----------------------------------------------------------- */
 
@@ -34,7 +25,7 @@ static void test_fp16(void) {
             CHECK(isnan(adil_fp16_to_f32(adil_f32_to_fp16(f))));
         } else if (adil_f32_to_fp16(f) != h) {
             fprintf(stderr, "fp16 %04x -> %g -> %04x\n", h, f, adil_f32_to_fp16(f));
-            failures++;
+            test_failures++;
         }
     }
     CHECK(adil_f32_to_fp16(1.0f) == 0x3C00);
@@ -204,7 +195,7 @@ static void test_matmul_type(adil_pool *pool, uint32_t type, double budget) {
     if (worst > budget) {
         fprintf(stderr, "matmul %s: relative error %g over budget %g\n", adil_wtype_name(type),
                 worst, budget);
-        failures++;
+        test_failures++;
     }
     if (size > 0) { /* too small a scratch is refused */
         CHECK(adil_matmul(pool, &weight, x, n_tokens, y, scratch, size - 1) ==
@@ -248,10 +239,5 @@ int main(void) {
     test_traits();
     test_pool();
     test_matmul();
-    if (failures) {
-        fprintf(stderr, "test_kernels: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_kernels: ok\n");
-    return 0;
+    return test_report("test_kernels");
 }

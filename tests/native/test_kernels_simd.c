@@ -17,6 +17,7 @@
 #include "adil_common.h"
 #include "compute/cpu_level.h"
 #include "compute/weight_types.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -33,16 +34,6 @@
 #define MAX_DOT_ERROR_Q4_K 2e-6
 #define MAX_DOT_ERROR_Q5_K 2e-6
 #define MAX_DOT_ERROR_Q6_K 2e-6
-
-static int failures;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                               \
-        }                                                                             \
-    } while (0)
 
 typedef struct type_case {
     uint32_t type;
@@ -217,7 +208,7 @@ static void test_quantizers_at(int level) {
             if (memcmp(a, b, bytes) != 0) {
                 fprintf(stderr, "quantize %s at %s: bytes differ (round %d)\n", ref->name,
                         adil_cpu_level_string(level), round);
-                failures++;
+                test_failures++;
                 break;
             }
         }
@@ -276,7 +267,7 @@ static void test_vec_dot_case(int level, const type_case *c, int64_t n, regime r
         fprintf(stderr, "vec_dot %s at %s, n %lld, regime %d: got %.9g, scalar %.9g, relative "
                 "error %g over budget %g\n", ref->name, adil_cpu_level_string(level),
                 (long long)n, (int)r, got, want, err, c->budget);
-        failures++;
+        test_failures++;
     }
     *worst = err > *worst ? err : *worst;
     free(x);
@@ -355,7 +346,7 @@ static void test_tile_case(int level, const type_case *c, int64_t n) {
             if (bad) {
                 fprintf(stderr, "tile %s at %s, n %lld, %d x %d: %d cells wrong\n", t->name,
                         adil_cpu_level_string(level), (long long)n, nr, nt, bad);
-                failures++;
+                test_failures++;
             }
         }
     }
@@ -387,10 +378,5 @@ int main(void) {
         test_vec_dot_at(level);
         test_tiles_at(level);
     }
-    if (failures) {
-        fprintf(stderr, "test_kernels_simd: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_kernels_simd: ok\n");
-    return 0;
+    return test_report("test_kernels_simd");
 }

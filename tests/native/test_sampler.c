@@ -6,20 +6,11 @@
  */
 #include "adil_common.h"
 #include "text/sampler.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
 
 #define N_VOCAB 8
 
@@ -207,6 +198,5 @@ int main(void) {
     test_repetition_penalty();
     test_seeded_determinism();
     test_bad_params();
-    if (failures) fprintf(stderr, "test_sampler: %d failure(s)\n", failures);
-    return failures ? 1 : 0;
+    return test_report("test_sampler");
 }

@@ -1,8 +1,9 @@
 /*
  * test_stub_api.h — what the stub tests share: the stub loaded with dlopen
  * the way a host loads it (by path, every symbol resolved by name, never
- * linked), CHECK macros that count failures, and small helpers that write a
- * script, load it and run a generation to its end.
+ * linked), status checks that show the engine's last error (on top of
+ * test_util.h's CHECK), and small helpers that write a script, load it and
+ * run a generation to its end.
  */
 #ifndef TEST_STUB_API_H
 #define TEST_STUB_API_H
@@ -10,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "adil/adil.h"
+#include "test_util.h"
 
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -20,16 +22,6 @@
 #include <unistd.h>
 
 /* ---- checks ------------------------------------------------------------ */
-
-static int test_failures;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            test_failures++;                                                         \
-        }                                                                            \
-    } while (0)
 
 /* Checks a status and, on a mismatch, shows the engine's last error. */
 #define CHECK_STATUS(api, got, want)                                                           \
@@ -43,28 +35,8 @@ static int test_failures;
         }                                                                                      \
     } while (0)
 
-/* Checks that a message contains `needle`. */
-#define CHECK_HAS(message, needle)                                                             \
-    do {                                                                                       \
-        const char *msg_ = (message);                                                          \
-        if (strstr(msg_, (needle)) == NULL) {                                                  \
-            fprintf(stderr, "%s:%d: message \"%s\" lacks \"%s\"\n", __FILE__, __LINE__,       \
-                    msg_, (needle));                                                           \
-            test_failures++;                                                                   \
-        }                                                                                      \
-    } while (0)
-
 /* Checks that the engine's last error contains `needle`. */
 #define CHECK_ERROR_HAS(api, needle) CHECK_HAS((api)->last_error(), needle)
-
-static inline int test_report(const char *name)
-{
-    if (test_failures == 0)
-        printf("%s: all checks passed\n", name);
-    else
-        printf("%s: %d check(s) failed\n", name, test_failures);
-    return test_failures == 0 ? 0 : 1;
-}
 
 /* ---- the ABI, resolved by name ------------------------------------------ */
 
@@ -243,6 +215,24 @@ static inline adil_status test_call(const stub_api *api, adil_model *model, test
     }
     api->context_free(ctx);
     return st;
+}
+
+/* A test case that runs against an open engine. */
+typedef void (*test_engine_case)(const stub_api *api, adil_engine *engine);
+
+/* The whole of a stub test's main: dlopens the stub, opens one engine, runs
+ * `cases` on it in order, closes both and reports under `name`. */
+static inline int test_stub_main(const char *name, const test_engine_case *cases, size_t n_cases)
+{
+    stub_api api;
+    if (!stub_api_open(&api, ADIL_STUB_LIBRARY))
+        return 1;
+    adil_engine *engine = test_open_engine(&api);
+    for (size_t i = 0; i < n_cases; i++)
+        cases[i](&api, engine);
+    api.engine_close(engine);
+    stub_api_close(&api);
+    return test_report(name);
 }
 
 #endif /* TEST_STUB_API_H */

@@ -232,19 +232,25 @@ static void test_sleep_tool(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 }
 
+static void test_cancel_run_from_thread(const stub_api *api, adil_engine *engine)
+{
+    cancel_from_thread(api, engine, false);
+}
+
+static void test_cancel_flag_from_thread(const stub_api *api, adil_engine *engine)
+{
+    cancel_from_thread(api, engine, true);
+}
+
 int main(void)
 {
-    stub_api api;
-    if (!stub_api_open(&api, ADIL_STUB_LIBRARY))
-        return 1;
-    adil_engine *engine = test_open_engine(&api);
-    test_pacing(&api, engine);
-    test_step_budget(&api, engine);
-    cancel_from_thread(&api, engine, false);
-    cancel_from_thread(&api, engine, true);
-    test_deadlines(&api, engine);
-    test_sleep_tool(&api, engine);
-    api.engine_close(engine);
-    stub_api_close(&api);
-    return test_report("test_stub_cancel");
+    static const test_engine_case cases[] = {
+        test_pacing,
+        test_step_budget,
+        test_cancel_run_from_thread,
+        test_cancel_flag_from_thread,
+        test_deadlines,
+        test_sleep_tool,
+    };
+    return test_stub_main("test_stub_cancel", cases, sizeof cases / sizeof cases[0]);
 }

@@ -115,14 +115,7 @@ static void test_late_answer(const stub_api *api, adil_engine *engine)
 
 int main(void)
 {
-    stub_api api;
-    if (!stub_api_open(&api, ADIL_STUB_LIBRARY))
-        return 1;
-    adil_engine *engine = test_open_engine(&api);
-    test_status_faults(&api, engine);
-    test_not_ready_window(&api, engine);
-    test_late_answer(&api, engine);
-    api.engine_close(engine);
-    stub_api_close(&api);
-    return test_report("test_stub_faults");
+    static const test_engine_case cases[] = {test_status_faults, test_not_ready_window,
+                                             test_late_answer};
+    return test_stub_main("test_stub_faults", cases, sizeof cases / sizeof cases[0]);
 }

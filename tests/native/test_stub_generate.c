@@ -254,17 +254,9 @@ static void test_one_run_per_model(const stub_api *api, adil_engine *engine)
 
 int main(void)
 {
-    stub_api api;
-    if (!stub_api_open(&api, ADIL_STUB_LIBRARY))
-        return 1;
-    adil_engine *engine = test_open_engine(&api);
-    test_turns_in_order(&api, engine);
-    test_small_steps(&api, engine);
-    test_max_tokens_and_stop_tokens(&api, engine);
-    test_context_window(&api, engine);
-    test_bad_prompts(&api, engine);
-    test_one_run_per_model(&api, engine);
-    api.engine_close(engine);
-    stub_api_close(&api);
-    return test_report("test_stub_generate");
+    static const test_engine_case cases[] = {
+        test_turns_in_order, test_small_steps, test_max_tokens_and_stop_tokens,
+        test_context_window, test_bad_prompts, test_one_run_per_model,
+    };
+    return test_stub_main("test_stub_generate", cases, sizeof cases / sizeof cases[0]);
 }

@@ -9,20 +9,11 @@
  *  - the contract: capacity and n_needed, NULL arguments, unknown models.
  */
 #include "text/tokenizer.h"
+#include "test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
 
 /* ---- a vocabulary builder ---------------------------------------------------- */
 
@@ -110,7 +101,7 @@ static void expect_ids(const adil_tokenizer *tok, const char *text, size_t len, 
             fprintf(stderr, " %d", want[i]);
         }
         fprintf(stderr, "\n");
-        failures++;
+        test_failures++;
     }
 }
 
@@ -127,7 +118,7 @@ static void expect_piece(const adil_tokenizer *tok, int32_t id, int32_t special,
     if (st != ADIL_OK || n != want_len || memcmp(buf, want, n) != 0) {
         fprintf(stderr, "line %d: piece(%d, special %d): status %d, got %zu bytes \"%.*s\"\n",
                 line, id, special, st, n, (int)(n < 64 ? n : 64), buf);
-        failures++;
+        test_failures++;
     }
 }
 
@@ -422,10 +413,5 @@ int main(void)
     test_contract();
     test_bpe("llama-bpe", true);
     test_bpe("qwen2", false);
-    if (failures) {
-        fprintf(stderr, "test_tokenizer: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_tokenizer: ok\n");
-    return 0;
+    return test_report("test_tokenizer");
 }

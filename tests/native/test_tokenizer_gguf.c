@@ -12,20 +12,11 @@
  */
 #include "format/gguf.h"
 #include "text/tokenizer_gguf.h"
+#include "test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
 
 /* ---- a GGUF v3 metadata writer ------------------------------------------------ */
 
@@ -218,7 +209,7 @@ static void expect(const adil_tokenizer *tok, const char *text, int32_t add_bos,
             fprintf(stderr, " %d", got[i]);
         }
         fprintf(stderr, "\n");
-        failures++;
+        test_failures++;
     }
 }
 
@@ -318,7 +309,7 @@ static void expect_refused(gguf_file *f, adil_status want, const char *needle, i
     if (st != want || tok != NULL || strstr(adil_last_error(), needle) == NULL) {
         fprintf(stderr, "line %d: status %d (want %d), message \"%s\" (want \"%s\")\n", line, st,
                 want, adil_last_error(), needle);
-        failures++;
+        test_failures++;
     }
     gguf_close(f);
 }
@@ -388,10 +379,5 @@ int main(void)
     test_bpe_file();
     test_spm_defaults();
     test_refusals();
-    if (failures) {
-        fprintf(stderr, "test_tokenizer_gguf: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_tokenizer_gguf: ok\n");
-    return 0;
+    return test_report("test_tokenizer_gguf");
 }
