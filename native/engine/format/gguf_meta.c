@@ -293,25 +293,29 @@ static const uint8_t *scalar_at(const gguf_array *a, uint64_t i) {
     return (const uint8_t *)a->data + i * size;
 }
 
-int64_t gguf_array_i64(const gguf_array *a, uint64_t i) {
+/* Element i of an integer (or bool, read as uint8) array, as read_int gives
+ * it; false for another element type or an index out of range. */
+static bool array_int_at(const gguf_array *a, uint64_t i, uint64_t *u, int64_t *s) {
     const uint8_t *p = scalar_at(a, i);
     if (p == NULL || !(is_integer(a->type) || a->type == GGUF_TYPE_BOOL)) {
-        return 0;
+        return false;
     }
+    read_int(p, a->type == GGUF_TYPE_BOOL ? GGUF_TYPE_UINT8 : a->type, u, s);
+    return true;
+}
+
+int64_t gguf_array_i64(const gguf_array *a, uint64_t i) {
     uint64_t u;
     int64_t s;
-    read_int(p, a->type == GGUF_TYPE_BOOL ? GGUF_TYPE_UINT8 : a->type, &u, &s);
-    return s;
+    return array_int_at(a, i, &u, &s) ? s : 0;
 }
 
 uint64_t gguf_array_u64(const gguf_array *a, uint64_t i) {
-    const uint8_t *p = scalar_at(a, i);
-    if (p == NULL || !(is_integer(a->type) || a->type == GGUF_TYPE_BOOL)) {
-        return 0;
-    }
     uint64_t u;
     int64_t s;
-    read_int(p, a->type == GGUF_TYPE_BOOL ? GGUF_TYPE_UINT8 : a->type, &u, &s);
+    if (!array_int_at(a, i, &u, &s)) {
+        return 0;
+    }
     return is_signed(a->type) && s < 0 ? 0 : u;
 }
 
