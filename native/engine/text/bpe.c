@@ -6,8 +6,8 @@
  * written as GPT-2's printable code points (byte 0x20 ' ' becomes U+0120
  * 'Ġ', ...), the alphabet the vocabulary and merges are written in.  Within
  * a word, adjacent symbols merge lowest merge rank first (ties: leftmost)
- * with a min-heap; llama-3's pre-tokenizer also takes a whole word that is a
- * token as is ("ignore merges").
+ * with merge.c's loop, the rank as the cost; llama-3's pre-tokenizer also
+ * takes a whole word that is a token as is ("ignore merges").
  */
 #include "text/tokenizer_internal.h"
 #include "text/unicode.h"
@@ -49,120 +49,26 @@ int adil_bpe_byte_of_cp(const adil_tokenizer *tok, uint32_t cp)
 
 /* ---- merging ------------------------------------------------------------- */
 
-typedef struct bpe_symbol {
-    int32_t prev, next;
-    uint32_t start, n;             /* bytes of the encoded word; n = 0 once merged */
-} bpe_symbol;
-
-typedef struct bpe_pair {
-    int32_t rank, left, right;
-    uint32_t size;
-} bpe_pair;
-
-typedef struct bpe_heap {
-    bpe_pair *data;
-    size_t n, cap;
-} bpe_heap;
-
-/* True when a merges before b: lower rank, then leftmost. */
-static bool before(const bpe_pair *a, const bpe_pair *b)
+/* A pair merges when the merge table has it; the lowest rank merges first. */
+static bool rank_cost(const adil_tokenizer *tok, const char *word, const adil_merge_symbol *l,
+                      const adil_merge_symbol *r, double *cost)
 {
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static adil_status heap_push(bpe_heap *h, bpe_pair p)
-{
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 32;
-        bpe_pair *d = realloc(h->data, cap * sizeof *d);
-        if (!d) {
-            return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenize: out of memory for %zu pairs", cap);
-        }
-        h->data = d;
-        h->cap = cap;
+    int32_t rank = adil_merge_rank(tok, word + l->start, l->n, word + r->start, r->n);
+    if (rank < 0) {
+        return false;
     }
-    size_t i = h->n++;
-    while (i > 0 && before(&p, &h->data[(i - 1) / 2])) {
-        h->data[i] = h->data[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h->data[i] = p;
-    return ADIL_OK;
-}
-
-static bpe_pair heap_pop(bpe_heap *h)
-{
-    bpe_pair top = h->data[0], last = h->data[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) {
-            break;
-        }
-        if (c + 1 < h->n && before(&h->data[c + 1], &h->data[c])) {
-            c++;
-        }
-        if (!before(&h->data[c], &last)) {
-            break;
-        }
-        h->data[i] = h->data[c];
-        i = c;
-    }
-    if (h->n > 0) {
-        h->data[i] = last;
-    }
-    return top;
+    *cost = (double)rank;
+    return true;
 }
 
 /* Per-call scratch, reused across the words of a fragment. */
 typedef struct bpe_work {
     char *word;                    /* the encoded word */
     size_t word_cap;
-    bpe_symbol *syms;
+    adil_merge_symbol *syms;
     size_t syms_cap;
-    bpe_heap heap;
+    adil_merge_heap heap;
 } bpe_work;
-
-static adil_status try_pair(const adil_tokenizer *tok, bpe_work *w, int32_t left, int32_t right)
-{
-    if (left < 0 || right < 0) {
-        return ADIL_OK;
-    }
-    const bpe_symbol *l = &w->syms[left], *r = &w->syms[right];
-    int32_t rank = adil_merge_rank(tok, w->word + l->start, l->n, w->word + r->start, r->n);
-    if (rank < 0) {
-        return ADIL_OK;
-    }
-    bpe_pair p = {.rank = rank, .left = left, .right = right, .size = l->n + r->n};
-    return heap_push(&w->heap, p);
-}
-
-static adil_status merge_word(const adil_tokenizer *tok, bpe_work *w, size_t n_syms)
-{
-    adil_status st = ADIL_OK;
-    w->heap.n = 0;
-    for (size_t i = 1; i < n_syms && st == ADIL_OK; i++) {
-        st = try_pair(tok, w, (int32_t)i - 1, (int32_t)i);
-    }
-    while (st == ADIL_OK && w->heap.n > 0) {
-        bpe_pair p = heap_pop(&w->heap);
-        bpe_symbol *l = &w->syms[p.left], *r = &w->syms[p.right];
-        if (l->n == 0 || r->n == 0 || l->n + r->n != p.size) {
-            continue; /* stale */
-        }
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) {
-            w->syms[r->next].prev = p.left;
-        }
-        st = try_pair(tok, w, l->prev, p.left);
-        if (st == ADIL_OK) {
-            st = try_pair(tok, w, p.left, l->next);
-        }
-    }
-    return st;
-}
 
 /* Emits a merged symbol: its token, else the tokens of its single bytes
  * that exist (llama.cpp drops the others). */
@@ -239,19 +145,8 @@ static adil_status tokenize_word(const adil_tokenizer *tok, bpe_work *w, const u
     if (st != ADIL_OK) {
         return st;
     }
-    size_t n_syms = 0;
-    for (size_t off = 0; off < len;) {
-        size_t c = adil_utf8_len((uint8_t)w->word[off]);
-        c = c > len - off ? len - off : c;
-        w->syms[n_syms] = (bpe_symbol){.prev = (int32_t)n_syms - 1, .next = -1,
-                                       .start = (uint32_t)off, .n = (uint32_t)c};
-        if (n_syms > 0) {
-            w->syms[n_syms - 1].next = (int32_t)n_syms;
-        }
-        n_syms++;
-        off += c;
-    }
-    st = merge_word(tok, w, n_syms);
+    size_t n_syms = adil_merge_split_chars(w->word, len, w->syms);
+    st = adil_merge_symbols(tok, w->word, w->syms, n_syms, rank_cost, &w->heap);
     for (int32_t i = 0; st == ADIL_OK && n_syms > 0 && i >= 0; i = w->syms[i].next) {
         st = emit_symbol(tok, w->word + w->syms[i].start, w->syms[i].n, out);
     }
@@ -263,7 +158,7 @@ adil_status adil_bpe_tokenize(const adil_tokenizer *tok, const char *text, size_
 {
     uint32_t *cps = malloc((len ? len : 1) * sizeof *cps);
     size_t *lens = malloc((len ? len : 1) * sizeof *lens);
-    bpe_work w = {0};
+    bpe_work w = {.heap = {.what = "pairs"}};
     adil_status st = ADIL_OK;
     if (!cps || !lens) {
         st = adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenize: out of memory for %zu bytes", len);

@@ -1,7 +1,8 @@
 /*
  * tokenizer_internal.h — the tokenizer's insides, shared by tokenizer.c (the
  * public functions), vocab.c (string -> id tables), special_split.c (cutting
- * text at special tokens), spm.c, bpe.c and pretokenize.c.  Not for other
+ * text at special tokens), spm.c, bpe.c, merge.c (their shared merge loop)
+ * and pretokenize.c.  Not for other
  * modules: they use tokenizer.h.
  */
 #ifndef ADIL_TEXT_TOKENIZER_INTERNAL_H
@@ -149,6 +150,51 @@ adil_status adil_special_index(adil_tokenizer *tok);
  * parse_special.  *out must be zeroed; free its data with free(). */
 adil_status adil_special_split(const adil_tokenizer *tok, const char *text, size_t len,
                                bool parse_special, adil_fragments *out);
+
+/* ---- merge.c: the merge loop of spm.c and bpe.c ---------------------------- */
+
+/* A symbol of the text being merged, in a doubly linked list. */
+typedef struct adil_merge_symbol {
+    int32_t prev;                  /* -1 = none */
+    int32_t next;                  /* -1 = none */
+    uint32_t start;                /* byte offset in the text */
+    uint32_t n;                    /* bytes; 0 once merged into its left neighbour */
+} adil_merge_symbol;
+
+/* A proposed merge of two adjacent symbols. */
+typedef struct adil_merge_cand {
+    double cost;                   /* lower merges first */
+    int32_t left;
+    int32_t right;
+    uint32_t size;                 /* bytes of left + right when proposed */
+} adil_merge_cand;
+
+/* Scratch for adil_merge_symbols, reusable across calls; free data with
+ * free().  `what` names the candidates in the out-of-memory message. */
+typedef struct adil_merge_heap {
+    adil_merge_cand *data;
+    size_t n;
+    size_t cap;
+    const char *what;
+} adil_merge_heap;
+
+/* The model's cost of merging symbols l and r of text (lower merges first);
+ * false when they do not merge. */
+typedef bool (*adil_merge_cost_fn)(const adil_tokenizer *tok, const char *text,
+                                   const adil_merge_symbol *l, const adil_merge_symbol *r,
+                                   double *cost);
+
+/* Splits text[0..len) into one linked symbol per UTF-8 character (a
+ * truncated character at the end keeps the bytes that remain); syms has
+ * room for len entries.  Returns the number of symbols. */
+size_t adil_merge_split_chars(const char *text, size_t len, adil_merge_symbol *syms);
+
+/* Merges syms[0..n) (linked in order, as split) cheapest candidate first,
+ * ties leftmost, until no adjacent pair has a cost.  Merged-away symbols
+ * are left with n = 0 and unlinked; the survivors stay linked from syms[0]. */
+adil_status adil_merge_symbols(const adil_tokenizer *tok, const char *text,
+                               adil_merge_symbol *syms, size_t n, adil_merge_cost_fn cost_of,
+                               adil_merge_heap *heap);
 
 /* ---- spm.c / bpe.c ------------------------------------------------------- */
 
