@@ -5,6 +5,8 @@
  */
 #include "models/ops.h"
 
+#include "compute/activation.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -64,15 +66,8 @@ void adil_rope_rows(float *x, int64_t T, int64_t row_width, int64_t n_heads, int
 
 /* ---- gated activations ------------------------------------------------------ */
 
-static float gelu_tanh(float x) {
-    const float c = 0.7978845608028654f; /* sqrt(2 / pi) */
-    return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
-}
-
-static float silu(float x) { return x / (1.0f + expf(-x)); }
-
 typedef struct act_job {
-    adil_ffn_act act;
+    adil_glu_fn glu;
     float *gate;
     const float *up;
     int64_t n;
@@ -82,14 +77,12 @@ static void act_worker(void *p, int ith, int nth) {
     const act_job *j = p;
     int64_t b, e;
     adil_pool_split(j->n, 64, ith, nth, &b, &e);
-    if (j->act == ADIL_FFN_GELU_TANH)
-        for (int64_t i = b; i < e; i++) j->gate[i] = gelu_tanh(j->gate[i]) * j->up[i];
-    else
-        for (int64_t i = b; i < e; i++) j->gate[i] = silu(j->gate[i]) * j->up[i];
+    if (e > b) j->glu(j->gate + b, j->up + b, e - b);
 }
 
 void adil_gated_act(adil_pool *pool, adil_ffn_act act, float *gate, const float *up, int64_t n) {
-    act_job j = {act, gate, up, n};
+    const adil_act_kernels *k = adil_act_kernels_get();
+    act_job j = {act == ADIL_FFN_GELU_TANH ? k->gelu_tanh : k->silu, gate, up, n};
     if (n < 16384) /* one token's worth: waking the pool costs more than it saves */
         act_worker(&j, 0, 1);
     else
