@@ -24,7 +24,7 @@ from ..errors import BusyError, DeadlineError, InvalidArgumentError
 from ..retry import RetryPolicy
 from ..timeouts import Clock, Deadline, Timeout
 from ..tools import Tool
-from .config import Policy, ResultHook, build_config
+from .config import AgentConfig, Policy, ResultHook, tools_by_name
 from .conversation import Conversation
 from .loop import Ending, RunLoop, close_turn
 from .prompt import system_message
@@ -69,11 +69,11 @@ class Agent:
         n: int = 1,
         clock: Clock = time.monotonic,
     ) -> None:
-        self._config = build_config(
-            model, tools, instructions=instructions, policy=policy, timeout=timeout,
-            retry=retry, tool_choice=tool_choice, max_tokens=max_tokens, sampling=sampling,
-            max_turns=max_turns, result_hook=result_hook, max_result_tokens=max_result_tokens,
-            n=n, clock=clock,
+        self._config = AgentConfig(
+            model=model, tools=tools_by_name(tools), instructions=instructions, policy=policy,
+            timeout=timeout or Timeout(), retry=retry or RetryPolicy(), tool_choice=tool_choice,
+            max_tokens=max_tokens, sampling=sampling, max_turns=max_turns,
+            result_hook=result_hook, max_result_tokens=max_result_tokens, n=n, clock=clock,
         )
         self._conversation = Conversation(
             system_message(instructions, self._config.offered_tools))

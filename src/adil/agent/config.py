@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -15,15 +14,32 @@ from .proposal import Proposal
 from .protocol import ModelLike
 from .records import ToolCall
 
-__all__ = ["AgentConfig", "Policy", "PolicyDecision", "ResultHook", "build_config"]
+__all__ = ["AgentConfig", "Policy", "PolicyDecision", "ResultHook", "tools_by_name"]
 
 PolicyDecision = Literal["allow", "deny"] | None
 Policy = Callable[[Proposal], PolicyDecision]
 ResultHook = Callable[[ToolCall, str], str]
 
 
+def tools_by_name(tools: Sequence[Tool]) -> dict[str, Tool]:
+    """The agent's tools by name; ToolSchemaError for a non-Tool or a repeated name."""
+    by_name: dict[str, Tool] = {}
+    for item in tools:
+        if not isinstance(item, Tool):
+            raise ToolSchemaError(
+                f"tools must be adil.Tool objects (use Tool.from_openai for a dict), got {item!r}"
+            )
+        if item.name in by_name:
+            raise ToolSchemaError(f"two tools are named {item.name!r}")
+        by_name[item.name] = item
+    return by_name
+
+
 @dataclass(frozen=True)
 class AgentConfig:
+    """What Agent.__init__ was given (it alone holds the defaults), with the
+    tools by name (tools_by_name); the other settings are checked here."""
+
     model: ModelLike
     tools: Mapping[str, Tool]
     instructions: str
@@ -39,6 +55,20 @@ class AgentConfig:
     n: int
     clock: Clock
 
+    def __post_init__(self) -> None:
+        if self.tool_choice not in ("auto", "none") and self.tool_choice not in self.tools:
+            raise InvalidArgumentError(
+                "tool_choice must be 'auto', 'none' or the name of a tool, "
+                f"got {self.tool_choice!r}"
+            )
+        for name, value in (("max_tokens", self.max_tokens), ("max_turns", self.max_turns)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
+        if self.max_result_tokens is not None and self.max_result_tokens < 16:
+            raise InvalidArgumentError(
+                f"max_result_tokens must be >= 16, got {self.max_result_tokens}"
+            )
+
     @property
     def forced_tool(self) -> Tool | None:
         return self.tools.get(self.tool_choice) if self.tool_choice not in ("auto", "none") \
@@ -47,46 +77,3 @@ class AgentConfig:
     @property
     def offered_tools(self) -> list[Tool]:
         return [] if self.tool_choice == "none" else list(self.tools.values())
-
-
-def build_config(
-    model: ModelLike,
-    tools: Sequence[Tool],
-    *,
-    instructions: str = "",
-    policy: Policy | None = None,
-    timeout: Timeout | None = None,
-    retry: RetryPolicy | None = None,
-    tool_choice: str = "auto",
-    max_tokens: int = 1024,
-    sampling: Any = None,
-    max_turns: int = 16,
-    result_hook: ResultHook | None = None,
-    max_result_tokens: int | None = None,
-    n: int = 1,
-    clock: Clock = time.monotonic,
-) -> AgentConfig:
-    by_name: dict[str, Tool] = {}
-    for item in tools:
-        if not isinstance(item, Tool):
-            raise ToolSchemaError(
-                f"tools must be adil.Tool objects (use Tool.from_openai for a dict), got {item!r}"
-            )
-        if item.name in by_name:
-            raise ToolSchemaError(f"two tools are named {item.name!r}")
-        by_name[item.name] = item
-    if tool_choice not in ("auto", "none") and tool_choice not in by_name:
-        raise InvalidArgumentError(
-            f"tool_choice must be 'auto', 'none' or the name of a tool, got {tool_choice!r}"
-        )
-    for name, value in (("max_tokens", max_tokens), ("max_turns", max_turns)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
-    if max_result_tokens is not None and max_result_tokens < 16:
-        raise InvalidArgumentError(f"max_result_tokens must be >= 16, got {max_result_tokens}")
-    return AgentConfig(
-        model=model, tools=by_name, instructions=instructions, policy=policy,
-        timeout=timeout or Timeout(), retry=retry or RetryPolicy(), tool_choice=tool_choice,
-        max_tokens=max_tokens, sampling=sampling, max_turns=max_turns,
-        result_hook=result_hook, max_result_tokens=max_result_tokens, n=n, clock=clock,
-    )
