@@ -4,6 +4,8 @@
  */
 #include "models/transformer.h"
 
+#include "compute/attention.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,7 +53,7 @@ adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, int64
     if (st == ADIL_OK) st = alloc_floats(&fw->xb2, n_batch, hp->n_embd, "xb2");
     if (st == ADIL_OK) st = alloc_floats(&fw->q, n_batch, hp->n_head * hp->head_dim, "q");
     if (st == ADIL_OK) st = alloc_floats(&fw->att, n_batch, hp->n_head * hp->head_dim_v, "att");
-    if (st == ADIL_OK) st = alloc_floats(&fw->scores, nth, n_ctx, "scores");
+    if (st == ADIL_OK) st = alloc_floats(&fw->scores, nth * ADIL_ATT_MAX_ROWS, n_ctx, "scores");
     if (st == ADIL_OK) st = alloc_floats(&fw->hb, n_batch, hp->n_ff, "hb");
     if (st == ADIL_OK) st = alloc_floats(&fw->hb2, n_batch, hp->n_ff, "hb2");
     if (st == ADIL_OK) {

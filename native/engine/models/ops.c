@@ -6,6 +6,10 @@
 #include "models/ops.h"
 
 #include "compute/activation.h"
+#include "compute/attention.h"
+
+#include <stdalign.h>
+#include <stdatomic.h>
 
 #include <math.h>
 #include <string.h>
@@ -91,6 +95,13 @@ void adil_gated_act(adil_pool *pool, adil_ffn_act act, float *gate, const float 
 
 /* ---- attention ---------------------------------------------------------------- */
 
+/* The query rows of a batch are cut into tiles of the attention kernel
+ * (compute/attention.h): the heads of one KV group for a few consecutive
+ * tokens (group × tokens <= ADIL_ATT_MAX_ROWS rows), so each cached key and
+ * value is read once for all of them.  Tiles are handed out to the threads
+ * one at a time, the latest tokens (the most positions) first; every tile is
+ * computed the same way whoever runs it, so the result does not depend on the
+ * number of threads. */
 typedef struct att_job {
     adil_forward *fw;
     const adil_hparams *hp;
@@ -98,66 +109,71 @@ typedef struct att_job {
     float scale;
     const float *q;
     float *out;
+    adil_att_fn kernel;
+    int64_t heads_per_tile;   /* <= group, divides into it in chunks */
+    int64_t tokens_per_tile;
+    int64_t head_chunks;      /* chunks of heads_per_tile per KV group */
+    int64_t token_blocks;
+    int64_t n_tiles;
+    alignas(64) atomic_int_fast64_t next; /* the next tile to hand out */
 } att_job;
 
-/* q·k over n floats with 8 independent partial sums: without them the
- * compiler may not reorder the float additions, so it could not vectorize. */
-static float dot_f32(const float *a, const float *b, int64_t n) {
-    float acc[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
-    float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (; i < n; i++) sum += a[i] * b[i];
-    return sum;
-}
-
-/* One query head of one token: softmax(q·Kᵀ * scale) · V over its visible
- * positions. */
-static void attend_one(const att_job *j, int64_t t, int64_t h, float *s) {
+/* Tile `item`: KV head, chunk of its query heads, block of tokens (the
+ * last blocks first). */
+static void att_tile(const att_job *j, int64_t item, float *scratch) {
     const adil_hparams *hp = j->hp;
     const adil_kv_cache *kv = &j->fw->kv;
-    const int64_t hd = hp->head_dim, hdv = hp->head_dim_v;
-    const int64_t kvh = h / (hp->n_head / hp->n_head_kv);
-    const int64_t p = j->pos0 + t;
-    const int64_t first = (j->window > 0 && p - j->window + 1 > 0) ? p - j->window + 1 : 0;
-    const float *q = j->q + t * hp->n_head * hd + h * hd;
-    float *o = j->out + t * hp->n_head * hdv + h * hdv;
-
-    float max = -INFINITY;
-    for (int64_t pk = first; pk <= p; pk++) {
-        const float *k = adil_kv_k(kv, j->il, pk) + kvh * hd;
-        s[pk] = dot_f32(q, k, hd) * j->scale;
-        if (s[pk] > max) max = s[pk];
+    const int64_t group = hp->n_head / hp->n_head_kv;
+    const int64_t per_block = hp->n_head_kv * j->head_chunks;
+    const int64_t tb = j->token_blocks - 1 - item / per_block;
+    const int64_t g = item % per_block / j->head_chunks, hc = item % j->head_chunks;
+    const int64_t t0 = tb * j->tokens_per_tile;
+    const int64_t t1 = t0 + j->tokens_per_tile < j->T ? t0 + j->tokens_per_tile : j->T;
+    const int64_t h0 = g * group + hc * j->heads_per_tile;
+    const int64_t h1 = h0 + j->heads_per_tile < (g + 1) * group ? h0 + j->heads_per_tile : (g + 1) * group;
+    adil_att_tile t = {
+        .n_rows = 0, .k = adil_kv_k(kv, j->il, 0) + g * hp->head_dim, .k_stride = (size_t)kv->k_width,
+        .v = adil_kv_v(kv, j->il, 0) + g * hp->head_dim_v, .v_stride = (size_t)kv->v_width,
+        .head_dim = hp->head_dim, .head_dim_v = hp->head_dim_v, .scale = j->scale, .scratch = scratch,
+    };
+    for (int64_t tt = t0; tt < t1; tt++) {
+        const int64_t p = j->pos0 + tt;
+        const int64_t first = (j->window > 0 && p - j->window + 1 > 0) ? p - j->window + 1 : 0;
+        for (int64_t h = h0; h < h1; h++) {
+            t.q[t.n_rows] = j->q + (tt * hp->n_head + h) * hp->head_dim;
+            t.o[t.n_rows] = j->out + (tt * hp->n_head + h) * hp->head_dim_v;
+            t.first[t.n_rows] = first;
+            t.last[t.n_rows] = p;
+            t.n_rows++;
+        }
     }
-    double sum = 0.0;
-    for (int64_t pk = first; pk <= p; pk++) {
-        s[pk] = expf(s[pk] - max);
-        sum += s[pk];
-    }
-    const float inv = (float)(1.0 / sum);
-    memset(o, 0, (size_t)hdv * sizeof(float));
-    for (int64_t pk = first; pk <= p; pk++) {
-        const float *v = adil_kv_v(kv, j->il, pk) + kvh * hdv;
-        const float w = s[pk] * inv;
-        for (int64_t i = 0; i < hdv; i++) o[i] += w * v[i];
-    }
+    j->kernel(&t);
 }
 
 static void att_worker(void *p, int ith, int nth) {
-    const att_job *j = p;
-    float *s = j->fw->scores + (int64_t)ith * j->fw->kv.n_ctx;
-    const int64_t n_items = j->T * j->hp->n_head;
-    /* interleaved, not contiguous: later tokens see more positions, so this
-     * spreads the long rows over every thread */
-    for (int64_t item = ith; item < n_items; item += nth)
-        attend_one(j, item / j->hp->n_head, item % j->hp->n_head, s);
+    att_job *j = p;
+    (void)nth;
+    float *scratch = j->fw->scores + (size_t)ith * ADIL_ATT_MAX_ROWS * (size_t)j->fw->kv.n_ctx;
+    for (;;) {
+        const int64_t item = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (item >= j->n_tiles) return;
+        att_tile(j, item, scratch);
+    }
 }
 
 void adil_attention(adil_forward *fw, const adil_hparams *hp, int64_t il, const float *q, float *out,
                     int64_t T, int64_t pos0, int64_t window, float scale) {
-    att_job j = {fw, hp, il, T, pos0, window, scale, q, out};
-    adil_pool_run(fw->pool, att_worker, &j);
+    const int64_t group = hp->n_head / hp->n_head_kv;
+    att_job j = {.fw = fw, .hp = hp, .il = il, .T = T, .pos0 = pos0, .window = window,
+                 .scale = scale, .q = q, .out = out, .kernel = adil_attention_kernel()};
+    j.heads_per_tile = group < ADIL_ATT_MAX_ROWS ? group : ADIL_ATT_MAX_ROWS;
+    j.tokens_per_tile = ADIL_ATT_MAX_ROWS / j.heads_per_tile;
+    j.head_chunks = (group + j.heads_per_tile - 1) / j.heads_per_tile;
+    j.token_blocks = (T + j.tokens_per_tile - 1) / j.tokens_per_tile;
+    j.n_tiles = j.token_blocks * hp->n_head_kv * j.head_chunks;
+    atomic_init(&j.next, 0);
+    /* one tile (a decoded token of a model with one KV head): not worth a wake-up */
+    adil_pool_run(j.n_tiles > 1 ? fw->pool : NULL, att_worker, &j);
 }
 
 /* ---- output ------------------------------------------------------------------------ */

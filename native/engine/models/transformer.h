@@ -110,7 +110,7 @@ typedef struct adil_forward {
     float *k;                    /* (n_batch, n_head_kv * head_dim) */
     float *v;                    /* (n_batch, n_head_kv * head_dim_v) */
     float *att;                  /* (n_batch, n_head * head_dim_v) attention output */
-    float *scores;               /* (n_threads, kv.n_ctx) attention weights, one row per thread */
+    float *scores;               /* (n_threads, ADIL_ATT_MAX_ROWS * kv.n_ctx) attention scratch */
     float *hb;                   /* (n_batch, n_ff) gate */
     float *hb2;                  /* (n_batch, n_ff) up */
     void *mm_scratch;            /* quantized activations for adil_matmul */

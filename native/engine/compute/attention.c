@@ -1,0 +1,68 @@
+/*
+ * attention.c — the scalar reference attention kernel and the per-level
+ * table (see attention.h).  One row at a time, one key at a time: the plain
+ * definition, against which the SIMD tiles are tested.
+ */
+#include "compute/attention.h"
+
+#include "compute/cpu_level.h"
+
+#include <math.h>
+#include <string.h>
+
+/* q·k over n floats with 8 independent partial sums (the compiler may then
+ * vectorize without reordering float additions itself). */
+static float dot_f32(const float *a, const float *b, int64_t n) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
+    float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) sum += a[i] * b[i];
+    return sum;
+}
+
+static void attend_row(const adil_att_tile *t, int r, float *s) {
+    const int64_t first = t->first[r], last = t->last[r];
+    float max = -INFINITY;
+    for (int64_t p = first; p <= last; p++) {
+        s[p - first] = dot_f32(t->q[r], t->k + (size_t)p * t->k_stride, t->head_dim) * t->scale;
+        if (s[p - first] > max) max = s[p - first];
+    }
+    double sum = 0.0;
+    for (int64_t p = first; p <= last; p++) {
+        s[p - first] = expf(s[p - first] - max);
+        sum += s[p - first];
+    }
+    const float inv = (float)(1.0 / sum);
+    float *o = t->o[r];
+    memset(o, 0, (size_t)t->head_dim_v * sizeof(float));
+    for (int64_t p = first; p <= last; p++) {
+        const float *v = t->v + (size_t)p * t->v_stride;
+        const float w = s[p - first] * inv;
+        for (int64_t i = 0; i < t->head_dim_v; i++) o[i] += w * v[i];
+    }
+}
+
+static void attend_scalar(const adil_att_tile *t) {
+    for (int r = 0; r < t->n_rows; r++) attend_row(t, r, t->scratch);
+}
+
+static const adil_att_fn LEVELS[ADIL_CPU_LEVEL_COUNT] = {
+    [ADIL_CPU_SCALAR] = attend_scalar,
+#if defined(__x86_64__)
+    [ADIL_CPU_AVX2] = adil_attend_avx2,
+    [ADIL_CPU_AVX512] = adil_attend_avx512,
+#else
+    [ADIL_CPU_AVX2] = attend_scalar,
+    [ADIL_CPU_AVX512] = attend_scalar,
+#endif
+};
+
+adil_att_fn adil_attention_kernel_at(int level) {
+    return level >= 0 && level < ADIL_CPU_LEVEL_COUNT ? LEVELS[level] : NULL;
+}
+
+adil_att_fn adil_attention_kernel(void) {
+    return LEVELS[adil_cpu_level_selected()];
+}

@@ -1,0 +1,66 @@
+/*
+ * attention.h — softmax(q·Kᵀ · scale) · V for a tile of query rows over the
+ * KV cache, per CPU level.
+ *
+ * A tile is up to ADIL_ATT_MAX_ROWS query rows that read the same KV head
+ * (the heads of one GQA group, for a few consecutive tokens).  Row r sees
+ * the cached positions [first[r], last[r]] (causal mask and sliding window
+ * already applied by the caller); the kernel computes the scores of the
+ * union of those ranges once, as matrix-matrix work (every key row loaded
+ * once for all the tile's queries), masks per row, and multiplies by V the
+ * same way.  Positions outside the union are never read, so blocks of the
+ * cache that no row sees (beyond a sliding window) cost nothing.
+ *
+ * Determinism: every score, softmax sum and output element of a row is
+ * computed in an order that depends only on that row's own data and range,
+ * not on which other rows share its tile or where it sits in it, so results
+ * do not depend on the number of threads or on how tiles are formed.
+ *
+ * Levels: scalar is the reference (per row, per key, double softmax sum);
+ * AVX2 and AVX-512 use register tiles and the vector e^x of vmath_x86.h.
+ * Budget (test_attention.c): each output element within
+ *     ADIL_ATT_MAX_ERROR * max_p |v[p]| * (1 + max_p |q·k[p] * scale|)
+ * of the reference, p over the row's visible positions (rounding a score s
+ * moves its weight e^(s - max) by about |s - max| ulp(1)).
+ */
+#ifndef ADIL_ATTENTION_H
+#define ADIL_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ADIL_ATT_MAX_ROWS 16
+#define ADIL_ATT_MAX_ERROR 2e-6
+
+typedef struct adil_att_tile {
+    int n_rows;                          /* 1 .. ADIL_ATT_MAX_ROWS */
+    const float *q[ADIL_ATT_MAX_ROWS];   /* query rows, head_dim floats each */
+    float *o[ADIL_ATT_MAX_ROWS];         /* output rows, head_dim_v floats each */
+    int64_t first[ADIL_ATT_MAX_ROWS];    /* row r sees positions first[r] .. last[r] */
+    int64_t last[ADIL_ATT_MAX_ROWS];     /* (first[r] <= last[r]) */
+    const float *k;                      /* key of position p at k + p * k_stride */
+    size_t k_stride;                     /* floats */
+    const float *v;                      /* value of position p at v + p * v_stride */
+    size_t v_stride;
+    int64_t head_dim;                    /* q and k */
+    int64_t head_dim_v;                  /* v and o */
+    float scale;                         /* multiplies q·k */
+    /* ADIL_ATT_MAX_ROWS * (max last - min first + 1) floats, clobbered */
+    float *scratch;
+} adil_att_tile;
+
+typedef void (*adil_att_fn)(const adil_att_tile *tile);
+
+/* The kernel of the selected CPU level (cpu_level.h). */
+adil_att_fn adil_attention_kernel(void);
+
+/* The kernel of `level` (an adil_cpu_level); NULL when out of range.  Only
+ * call it when adil_cpu_level_supported() is at least that level. */
+adil_att_fn adil_attention_kernel_at(int level);
+
+#if defined(__x86_64__)
+void adil_attend_avx2(const adil_att_tile *tile);
+void adil_attend_avx512(const adil_att_tile *tile);
+#endif
+
+#endif /* ADIL_ATTENTION_H */

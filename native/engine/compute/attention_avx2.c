@@ -1,0 +1,165 @@
+/*
+ * attention_avx2.c — the attention tile (attention.h) with 8-lane vectors;
+ * the same three passes as attention_avx512.c, with register tiles sized for
+ * 16 registers: scores 4 query rows × 2 keys, P·V 4 rows × 16 output dims.
+ * Tails use maskload / maskstore and padded tiles.
+ */
+#if defined(__x86_64__)
+#include "compute/attention.h"
+#include "compute/vmath_x86.h"
+
+#include <math.h>
+#include <string.h>
+
+#define ATT_INLINE static inline __attribute__((always_inline))
+
+/* Lanes [0, left) as a maskload mask, left clamped to 0 .. 8. */
+ATT_INLINE __m256i lanes(int64_t left) {
+    const int l = left >= 8 ? 8 : left <= 0 ? 0 : (int)left;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(l), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* (low half + high half) of a and of b, side by side. */
+ATT_INLINE __m256 fold_halves(__m256 a, __m256 b) {
+    return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+}
+
+/* Adjacent lanes summed within each 128-bit half, for a and b. */
+ATT_INLINE __m256 fold_pairs(__m256 a, __m256 b) {
+    return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* The 8 lane sums of acc[2i + j] (i < 4, j < 2), in lane 4j + i.  The same
+ * tree for every accumulator (see attention_avx512.c). */
+ATT_INLINE __m256 reduce_4x2(const __m256 acc[8]) {
+    __m256 s[4];
+    for (int m = 0; m < 4; m++) s[m] = fold_halves(acc[2 * m], acc[2 * m + 1]);
+    return fold_pairs(fold_pairs(s[0], s[1]), fold_pairs(s[2], s[3]));
+}
+
+/* q[i] · k[j] for 4 rows and 2 keys of n floats, in lane 4j + i. */
+ATT_INLINE __m256 dot_4x2(const float *const q[4], const float *const k[2], int64_t n) {
+    __m256 acc[8];
+    for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < n; d += 8) {
+        const __m256i m = lanes(n - d);
+        const __m256 k0 = _mm256_maskload_ps(k[0] + d, m), k1 = _mm256_maskload_ps(k[1] + d, m);
+        for (int i = 0; i < 4; i++) {
+            const __m256 qv = _mm256_maskload_ps(q[i] + d, m);
+            acc[2 * i] = _mm256_fmadd_ps(qv, k0, acc[2 * i]);
+            acc[2 * i + 1] = _mm256_fmadd_ps(qv, k1, acc[2 * i + 1]);
+        }
+    }
+    return reduce_4x2(acc);
+}
+
+/* Pass 1: s[r * span + j] = q_r · k(f0 + j) * scale for every row and j < span. */
+static void scores(const adil_att_tile *t, int64_t f0, int64_t span, float *s) {
+    const int nr = t->n_rows;
+    for (int64_t j0 = 0; j0 < span; j0 += 2) {
+        const float *kp[2];
+        for (int j = 0; j < 2; j++) { /* a short last block repeats its last key */
+            const int64_t jj = j0 + j < span ? j0 + j : span - 1;
+            kp[j] = t->k + (size_t)(f0 + jj) * t->k_stride;
+        }
+        for (int r0 = 0; r0 < nr; r0 += 4) {
+            const float *qp[4];
+            for (int i = 0; i < 4; i++) qp[i] = t->q[r0 + i < nr ? r0 + i : nr - 1];
+            float out[8];
+            _mm256_storeu_ps(out, _mm256_mul_ps(dot_4x2(qp, kp, t->head_dim), _mm256_set1_ps(t->scale)));
+            for (int i = 0; i < 4 && r0 + i < nr; i++)
+                for (int j = 0; j < 2 && j0 + j < span; j++) s[(r0 + i) * span + j0 + j] = out[4 * j + i];
+        }
+    }
+}
+
+/* Lanes-wide maximum and sum, in a fixed order. */
+ATT_INLINE float hmax8(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+ATT_INLINE float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+/* Pass 2: x[0..n) = e^(x - max x); returns 1 / their sum. */
+static float softmax(float *x, int64_t n) {
+    __m256 vmax = _mm256_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256i m = lanes(n - i);
+        const __m256 xv = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(x + i, m),
+                                           _mm256_castsi256_ps(m));
+        vmax = _mm256_max_ps(vmax, xv);
+    }
+    const __m256 mx = _mm256_set1_ps(hmax8(vmax));
+    __m256 vsum = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256i m = lanes(n - i);
+        const __m256 e = _mm256_and_ps(vmath_exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), mx)),
+                                       _mm256_castsi256_ps(m));
+        _mm256_maskstore_ps(x + i, m, e);
+        vsum = _mm256_add_ps(vsum, e);
+    }
+    return 1.0f / hsum8(vsum);
+}
+
+/* Pass 3 for R rows and output dims [d0, d0 + 16), in key order. */
+ATT_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span,
+                        int64_t f0, int64_t d0, const float *inv) {
+    const __m256i m0 = lanes(t->head_dim_v - d0), m1 = lanes(t->head_dim_v - d0 - 8);
+    __m256 acc[4][2];
+    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    const float *v = t->v + (size_t)f0 * t->v_stride + d0;
+    for (int64_t j = 0; j < span; j++, v += t->v_stride) {
+        const __m256 v0 = _mm256_maskload_ps(v, m0), v1 = _mm256_maskload_ps(v + 8, m1);
+        for (int r = 0; r < R; r++) {
+            const __m256 w = _mm256_broadcast_ss(p + (r0 + r) * span + j);
+            acc[r][0] = _mm256_fmadd_ps(w, v0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(w, v1, acc[r][1]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        const __m256 s = _mm256_set1_ps(inv[r0 + r]);
+        _mm256_maskstore_ps(t->o[r0 + r] + d0, m0, _mm256_mul_ps(acc[r][0], s));
+        _mm256_maskstore_ps(t->o[r0 + r] + d0 + 8, m1, _mm256_mul_ps(acc[r][1], s));
+    }
+}
+
+static void pv(const adil_att_tile *t, const float *p, int64_t span, int64_t f0, const float *inv) {
+    for (int64_t d0 = 0; d0 < t->head_dim_v; d0 += 16) {
+        for (int r0 = 0; r0 < t->n_rows; r0 += 4) {
+            switch (t->n_rows - r0) {
+            case 1: pv_rows(t, 1, r0, p, span, f0, d0, inv); break;
+            case 2: pv_rows(t, 2, r0, p, span, f0, d0, inv); break;
+            case 3: pv_rows(t, 3, r0, p, span, f0, d0, inv); break;
+            default: pv_rows(t, 4, r0, p, span, f0, d0, inv); break;
+            }
+        }
+    }
+}
+
+void adil_attend_avx2(const adil_att_tile *t) {
+    int64_t f0 = t->first[0], l0 = t->last[0];
+    for (int r = 1; r < t->n_rows; r++) {
+        f0 = t->first[r] < f0 ? t->first[r] : f0;
+        l0 = t->last[r] > l0 ? t->last[r] : l0;
+    }
+    const int64_t span = l0 - f0 + 1;
+    float *s = t->scratch;
+    float inv[ADIL_ATT_MAX_ROWS];
+    scores(t, f0, span, s);
+    for (int r = 0; r < t->n_rows; r++) {
+        float *row = s + r * span;
+        const int64_t a = t->first[r] - f0, b = t->last[r] - f0 + 1;
+        memset(row, 0, (size_t)a * sizeof(float));
+        memset(row + b, 0, (size_t)(span - b) * sizeof(float));
+        inv[r] = softmax(row + a, b - a);
+    }
+    pv(t, s, span, f0, inv);
+}
+#endif

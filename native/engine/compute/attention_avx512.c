@@ -1,0 +1,168 @@
+/*
+ * attention_avx512.c — the attention tile (attention.h) with 16-lane
+ * vectors.  Three passes over the tile's union of visible positions:
+ *  1. scores: register tiles of 4 query rows × 4 keys, 16 accumulators of
+ *     16 lanes summed over head_dim, then all 16 dot products reduced at
+ *     once (reduce_4x4); each key block is loaded once for all rows;
+ *  2. softmax of each row over its own range (vector max, e^x, sum), zeros
+ *     outside it;
+ *  3. P·V: register tiles of up to 4 rows × 64 output dims, one broadcast
+ *     weight per row and key, accumulated in key order.
+ * Tails (head_dim not a multiple of 16, fewer than 4 rows or keys) use masked
+ * loads and padded tiles, so every element goes through the same code.
+ */
+#if defined(__x86_64__)
+#include "compute/attention.h"
+#include "compute/vmath_x86.h"
+
+#include <math.h>
+#include <string.h>
+
+#define ATT_INLINE static inline __attribute__((always_inline))
+
+/* Lanes [0, left) of a vector, left clamped to 0 .. 16. */
+ATT_INLINE __mmask16 lanes(int64_t left) {
+    return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1u);
+}
+
+/* (a.quarters 0,1 + 2,3) of a and b side by side: the same fold for both. */
+ATT_INLINE __m512 fold_halves(__m512 a, __m512 b) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/* (quarter 0 + 1, quarter 2 + 3) of a and of b. */
+ATT_INLINE __m512 fold_quarters(__m512 a, __m512 b) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* Adjacent lanes summed within each 128-bit quarter, for a and b. */
+ATT_INLINE __m512 fold_pairs(__m512 a, __m512 b) {
+    return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* The 16 lane sums of acc[4i + j], returned in lane 4i + j.  Each
+ * accumulator is summed by the same tree whatever its index (every fold
+ * treats its two inputs alike), so a dot product's value does not depend on
+ * where in the tile it was computed. */
+ATT_INLINE __m512 reduce_4x4(const __m512 acc[16]) {
+    __m512 s[8], w[4];
+    for (int m = 0; m < 8; m++) s[m] = fold_halves(acc[2 * m], acc[2 * m + 1]);
+    for (int n = 0; n < 4; n++) w[n] = fold_quarters(s[2 * n], s[2 * n + 1]);
+    const __m512 z = fold_pairs(fold_pairs(w[0], w[1]), fold_pairs(w[2], w[3]));
+    /* z holds the sum of acc[4i + j] in lane 4j + i: transpose */
+    const __m512i t = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_ps(t, z);
+}
+
+/* q[i] · k[j] for 4 rows and 4 keys of n floats, in lane 4i + j. */
+ATT_INLINE __m512 dot_4x4(const float *const q[4], const float *const k[4], int64_t n) {
+    __m512 acc[16];
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < n; d += 16) {
+        const __mmask16 m = lanes(n - d);
+        __m512 kv[4];
+        for (int j = 0; j < 4; j++) kv[j] = _mm512_maskz_loadu_ps(m, k[j] + d);
+        for (int i = 0; i < 4; i++) {
+            const __m512 qv = _mm512_maskz_loadu_ps(m, q[i] + d);
+            for (int j = 0; j < 4; j++) acc[4 * i + j] = _mm512_fmadd_ps(qv, kv[j], acc[4 * i + j]);
+        }
+    }
+    return reduce_4x4(acc);
+}
+
+/* Pass 1: s[r * span + j] = q_r · k(f0 + j) * scale for every row and j < span. */
+static void scores(const adil_att_tile *t, int64_t f0, int64_t span, float *s) {
+    const int nr = t->n_rows;
+    for (int64_t j0 = 0; j0 < span; j0 += 4) {
+        const float *kp[4];
+        for (int j = 0; j < 4; j++) { /* a short last block repeats its last key */
+            const int64_t jj = j0 + j < span ? j0 + j : span - 1;
+            kp[j] = t->k + (size_t)(f0 + jj) * t->k_stride;
+        }
+        for (int r0 = 0; r0 < nr; r0 += 4) {
+            const float *qp[4];
+            for (int i = 0; i < 4; i++) qp[i] = t->q[r0 + i < nr ? r0 + i : nr - 1];
+            float out[16];
+            _mm512_storeu_ps(out, _mm512_mul_ps(dot_4x4(qp, kp, t->head_dim), _mm512_set1_ps(t->scale)));
+            for (int i = 0; i < 4 && r0 + i < nr; i++)
+                for (int j = 0; j < 4 && j0 + j < span; j++) s[(r0 + i) * span + j0 + j] = out[4 * i + j];
+        }
+    }
+}
+
+/* Pass 2: x[0..n) = e^(x - max x); returns 1 / their sum. */
+static float softmax(float *x, int64_t n) {
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < n; i += 16)
+        vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), lanes(n - i), x + i));
+    const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+    __m512 vsum = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = lanes(n - i);
+        const __m512 e = vmath_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), mx));
+        _mm512_mask_storeu_ps(x + i, m, e);
+        vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
+    }
+    return 1.0f / _mm512_reduce_add_ps(vsum);
+}
+
+/* Pass 3 for R rows (p: their weights, span apart) and output dims
+ * [d0, d0 + 64): o = (Σ_j p[j] v(f0 + j)) * inv, summed in key order. */
+ATT_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span,
+                        int64_t f0, int64_t d0, const float *inv) {
+    __mmask16 dm[4];
+    for (int c = 0; c < 4; c++) dm[c] = lanes(t->head_dim_v - d0 - 16 * c);
+    __m512 acc[4][4];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
+    const float *v = t->v + (size_t)f0 * t->v_stride + d0;
+    for (int64_t j = 0; j < span; j++, v += t->v_stride) {
+        __m512 vv[4];
+        for (int c = 0; c < 4; c++) vv[c] = _mm512_maskz_loadu_ps(dm[c], v + 16 * c);
+        for (int r = 0; r < R; r++) {
+            const __m512 w = _mm512_set1_ps(p[(r0 + r) * span + j]);
+            for (int c = 0; c < 4; c++) acc[r][c] = _mm512_fmadd_ps(w, vv[c], acc[r][c]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < 4; c++)
+            _mm512_mask_storeu_ps(t->o[r0 + r] + d0 + 16 * c, dm[c],
+                                  _mm512_mul_ps(acc[r][c], _mm512_set1_ps(inv[r0 + r])));
+}
+
+static void pv(const adil_att_tile *t, const float *p, int64_t span, int64_t f0, const float *inv) {
+    for (int64_t d0 = 0; d0 < t->head_dim_v; d0 += 64) {
+        for (int r0 = 0; r0 < t->n_rows; r0 += 4) {
+            switch (t->n_rows - r0) {
+            case 1: pv_rows(t, 1, r0, p, span, f0, d0, inv); break;
+            case 2: pv_rows(t, 2, r0, p, span, f0, d0, inv); break;
+            case 3: pv_rows(t, 3, r0, p, span, f0, d0, inv); break;
+            default: pv_rows(t, 4, r0, p, span, f0, d0, inv); break;
+            }
+        }
+    }
+}
+
+void adil_attend_avx512(const adil_att_tile *t) {
+    int64_t f0 = t->first[0], l0 = t->last[0];
+    for (int r = 1; r < t->n_rows; r++) {
+        f0 = t->first[r] < f0 ? t->first[r] : f0;
+        l0 = t->last[r] > l0 ? t->last[r] : l0;
+    }
+    const int64_t span = l0 - f0 + 1;
+    float *s = t->scratch;
+    float inv[ADIL_ATT_MAX_ROWS];
+    scores(t, f0, span, s);
+    for (int r = 0; r < t->n_rows; r++) {
+        float *row = s + r * span;
+        const int64_t a = t->first[r] - f0, b = t->last[r] - f0 + 1;
+        memset(row, 0, (size_t)a * sizeof(float));
+        memset(row + b, 0, (size_t)(span - b) * sizeof(float));
+        inv[r] = softmax(row + a, b - a);
+    }
+    pv(t, s, span, f0, inv);
+}
+#endif

@@ -1,0 +1,223 @@
+/*
+ * test_attention.c — the attention tile kernel of every CPU level this
+ * machine supports against the scalar reference (compute/attention.h):
+ *   - random tiles: 1..16 rows with their own visible ranges (causal blocks,
+ *     sliding windows, arbitrary), head dims that are and are not multiples
+ *     of the vector width, padded K/V strides, score magnitudes from tiny to
+ *     ones that need the max subtraction; each output element within
+ *     ADIL_ATT_MAX_ERROR * max |v| * (1 + max |score|) of the reference;
+ *   - determinism: a row's output is bit for bit the same computed alone, or
+ *     in a tile whose rows are reversed (so it sits in another register
+ *     slot and shares its keys with other rows);
+ *   - nothing outside the output rows is written, positions outside every
+ *     range are never read (they hold NaN).
+ */
+#include "compute/attention.h"
+#include "compute/cpu_level.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);  \
+            failures++;                                                               \
+        }                                                                             \
+    } while (0)
+
+#define N_CTX 300
+#define GUARD 8 /* floats of sentinel after each output row */
+
+static uint32_t rng_state = 777u;
+static uint32_t rnd_u32(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+static float rnd(float lo, float hi) {
+    return lo + (hi - lo) * (float)(rnd_u32() >> 8) / 16777216.0f;
+}
+static int64_t rnd_int(int64_t lo, int64_t hi) { /* [lo, hi] */
+    return lo + (int64_t)(rnd_u32() % (uint32_t)(hi - lo + 1));
+}
+
+typedef struct setup {
+    int64_t hd, hdv, k_stride, v_stride;
+    float *k, *v;   /* N_CTX rows; NaN outside every range of the tile */
+    float *q;       /* ADIL_ATT_MAX_ROWS rows of hd */
+    float *o;       /* ADIL_ATT_MAX_ROWS rows of hdv + GUARD */
+    float *scratch;
+} setup;
+
+static void setup_alloc(setup *s, int64_t hd, int64_t hdv) {
+    s->hd = hd;
+    s->hdv = hdv;
+    s->k_stride = hd + rnd_int(0, 5);
+    s->v_stride = hdv + rnd_int(0, 5);
+    s->k = malloc(sizeof(float) * (size_t)(N_CTX * s->k_stride));
+    s->v = malloc(sizeof(float) * (size_t)(N_CTX * s->v_stride));
+    s->q = malloc(sizeof(float) * (size_t)(ADIL_ATT_MAX_ROWS * hd));
+    s->o = malloc(sizeof(float) * (size_t)(ADIL_ATT_MAX_ROWS * (hdv + GUARD)));
+    s->scratch = malloc(sizeof(float) * (size_t)(ADIL_ATT_MAX_ROWS * N_CTX));
+}
+
+static void setup_free(setup *s) {
+    free(s->k);
+    free(s->v);
+    free(s->q);
+    free(s->o);
+    free(s->scratch);
+}
+
+/* Fills the tile's rows: ranges of the given kind, q/k/v of magnitude qmag. */
+static void make_tile(setup *s, adil_att_tile *t, int n_rows, int kind, float qmag) {
+    memset(t, 0, sizeof *t);
+    t->n_rows = n_rows;
+    int64_t lo = N_CTX, hi = 0;
+    const int64_t p0 = rnd_int(0, N_CTX - 1 - n_rows), window = rnd_int(1, 80);
+    for (int r = 0; r < n_rows; r++) {
+        int64_t first, last;
+        if (kind == 0) { /* causal: 4 heads per token, consecutive tokens */
+            last = p0 + r / 4;
+            first = 0;
+        } else if (kind == 1) { /* sliding window */
+            last = p0 + r / 4;
+            first = last - window + 1 > 0 ? last - window + 1 : 0;
+        } else { /* anything */
+            first = rnd_int(0, N_CTX - 1);
+            last = rnd_int(first, N_CTX - 1);
+        }
+        t->first[r] = first;
+        t->last[r] = last;
+        lo = first < lo ? first : lo;
+        hi = last > hi ? last : hi;
+        t->q[r] = s->q + r * s->hd;
+        t->o[r] = s->o + r * (s->hdv + GUARD);
+    }
+    for (int64_t i = 0; i < ADIL_ATT_MAX_ROWS * s->hd; i++) s->q[i] = rnd(-qmag, qmag);
+    for (int64_t p = 0; p < N_CTX; p++) {
+        for (int64_t i = 0; i < s->k_stride; i++)
+            s->k[p * s->k_stride + i] = p >= lo && p <= hi && i < s->hd ? rnd(-1.0f, 1.0f) : NAN;
+        for (int64_t i = 0; i < s->v_stride; i++)
+            s->v[p * s->v_stride + i] = p >= lo && p <= hi && i < s->hdv ? rnd(-2.0f, 2.0f) : NAN;
+    }
+    for (int64_t i = 0; i < ADIL_ATT_MAX_ROWS * (s->hdv + GUARD); i++) s->o[i] = -7.0f;
+    t->k = s->k;
+    t->k_stride = (size_t)s->k_stride;
+    t->v = s->v;
+    t->v_stride = (size_t)s->v_stride;
+    t->head_dim = s->hd;
+    t->head_dim_v = s->hdv;
+    t->scale = 1.0f / sqrtf((float)s->hd);
+    t->scratch = s->scratch;
+}
+
+/* out[r] (copies of the tile's outputs) after running kernel on t. */
+static void run(adil_att_fn kernel, const adil_att_tile *t, const setup *s, float *out) {
+    for (int64_t i = 0; i < ADIL_ATT_MAX_ROWS * (s->hdv + GUARD); i++) s->o[i] = -7.0f;
+    kernel(t);
+    for (int r = 0; r < t->n_rows; r++) {
+        memcpy(out + r * s->hdv, t->o[r], sizeof(float) * (size_t)s->hdv);
+        for (int i = 0; i < GUARD; i++) CHECK(t->o[r][s->hdv + i] == -7.0f);
+    }
+}
+
+static double max_abs_v(const setup *s, int64_t first, int64_t last) {
+    double m = 0.0;
+    for (int64_t p = first; p <= last; p++)
+        for (int64_t i = 0; i < s->hdv; i++) m = fmax(m, fabs(s->v[p * s->v_stride + i]));
+    return m;
+}
+
+/* Largest |q·k| * scale of row r: rounding of the scores moves each weight
+ * e^(s - max) by about ulp(1) * |s - max|, so the budget scales with it. */
+static double max_abs_score(const adil_att_tile *t, int r) {
+    double m = 0.0;
+    for (int64_t p = t->first[r]; p <= t->last[r]; p++) {
+        double d = 0.0;
+        for (int64_t i = 0; i < t->head_dim; i++) d += (double)t->q[r][i] * t->k[p * (int64_t)t->k_stride + i];
+        m = fmax(m, fabs(d * t->scale));
+    }
+    return m;
+}
+
+static double worst_seen[ADIL_CPU_LEVEL_COUNT];
+
+static void check_level(int level, setup *s, int n_rows, int kind, float qmag) {
+    adil_att_tile t;
+    make_tile(s, &t, n_rows, kind, qmag);
+    const size_t n_out = (size_t)(ADIL_ATT_MAX_ROWS * s->hdv);
+    float *ref = malloc(sizeof(float) * n_out), *got = malloc(sizeof(float) * n_out);
+    float *alone = malloc(sizeof(float) * n_out);
+    run(adil_attention_kernel_at(ADIL_CPU_SCALAR), &t, s, ref);
+    run(adil_attention_kernel_at(level), &t, s, got);
+    for (int r = 0; r < n_rows; r++) {
+        const double vmax = max_abs_v(s, t.first[r], t.last[r]) * (1.0 + max_abs_score(&t, r));
+        for (int64_t i = 0; i < s->hdv; i++) {
+            const double err = fabs((double)got[r * s->hdv + i] - ref[r * s->hdv + i]);
+            CHECK(err <= ADIL_ATT_MAX_ERROR * vmax);
+            if (vmax > 0 && err / vmax > worst_seen[level]) worst_seen[level] = err / vmax;
+        }
+    }
+    /* each row alone: the same bits */
+    for (int r = 0; r < n_rows; r++) {
+        adil_att_tile one = t;
+        one.n_rows = 1;
+        one.q[0] = t.q[r];
+        one.o[0] = t.o[r];
+        one.first[0] = t.first[r];
+        one.last[0] = t.last[r];
+        for (int64_t i = 0; i < ADIL_ATT_MAX_ROWS * (s->hdv + GUARD); i++) s->o[i] = -7.0f;
+        adil_attention_kernel_at(level)(&one);
+        CHECK(memcmp(t.o[r], got + r * s->hdv, sizeof(float) * (size_t)s->hdv) == 0);
+    }
+    /* rows reversed: the same bits for each row */
+    adil_att_tile rev = t;
+    for (int r = 0; r < n_rows; r++) {
+        rev.q[r] = t.q[n_rows - 1 - r];
+        rev.o[r] = t.o[n_rows - 1 - r];
+        rev.first[r] = t.first[n_rows - 1 - r];
+        rev.last[r] = t.last[n_rows - 1 - r];
+    }
+    run(adil_attention_kernel_at(level), &rev, s, alone);
+    for (int r = 0; r < n_rows; r++)
+        CHECK(memcmp(alone + r * s->hdv, got + (n_rows - 1 - r) * s->hdv,
+                     sizeof(float) * (size_t)s->hdv) == 0);
+    free(ref);
+    free(got);
+    free(alone);
+}
+
+int main(void) {
+    const int best = adil_cpu_level_supported();
+    const int64_t dims[][2] = {{1, 1}, {7, 5}, {16, 16}, {64, 64}, {80, 72}, {128, 96}, {256, 256}};
+    const float mags[] = {0.01f, 1.0f, 8.0f, 40.0f};
+    for (int level = 0; level <= best; level++) {
+        CHECK(adil_attention_kernel_at(level) != NULL);
+        for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+            setup s;
+            setup_alloc(&s, dims[d][0], dims[d][1]);
+            for (int n_rows = 1; n_rows <= ADIL_ATT_MAX_ROWS; n_rows++)
+                for (int kind = 0; kind < 3; kind++)
+                    for (size_t m = 0; m < sizeof mags / sizeof mags[0]; m++)
+                        check_level(level, &s, n_rows, kind, mags[m]);
+            setup_free(&s);
+        }
+        printf("level %s: max error %.3g of max |v| (1 + max |score|) (budget %.3g)\n", adil_cpu_level_string(level),
+               worst_seen[level], ADIL_ATT_MAX_ERROR);
+    }
+    CHECK(adil_attention_kernel_at(-1) == NULL && adil_attention_kernel_at(ADIL_CPU_LEVEL_COUNT) == NULL);
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}
