@@ -9,7 +9,9 @@
  *   - every level against the scalar libm reference, which itself is held to
  *     the looser bound its cancellation for negative x allows;
  *   - lengths 0..40 (vector bodies and tails) leave nothing outside [0, n)
- *     touched.
+ *     touched;
+ *   - the RMS norm of a row within an ulp of the scalar one (both sum the
+ *     squares in double), in place or not, for lengths 1..700.
  * The largest errors seen are printed, so the stated budgets can be checked.
  */
 #include "compute/activation.h"
@@ -157,6 +159,39 @@ static void test_lengths(const adil_act_kernels *k) {
     }
 }
 
+static void test_rmsnorm(int level, const adil_act_kernels *k) {
+    const adil_act_kernels *ref = adil_act_kernels_at(ADIL_CPU_SCALAR);
+    enum { N = 700 };
+    static float x[N + 8], w[N + 8], got[N + 8], want[N + 8];
+    int64_t worst_ulp = 0;
+    for (int64_t n = 1; n <= N; n += (n < 40 ? 1 : 37)) {
+        const float mag = n % 3 == 0 ? 1e-3f : n % 3 == 1 ? 1.0f : 300.0f;
+        for (int64_t i = 0; i < N + 8; i++) {
+            x[i] = rnd(-mag, mag);
+            w[i] = rnd(0.5f, 2.0f);
+            got[i] = want[i] = -9.0f;
+        }
+        ref->rmsnorm(want, x, w, n, 1e-6f);
+        k->rmsnorm(got, x, w, n, 1e-6f);
+        for (int64_t i = 0; i < N + 8; i++) {
+            if (i >= n) {
+                CHECK(got[i] == -9.0f);
+                continue;
+            }
+            int32_t a, b;
+            memcpy(&a, &got[i], 4);
+            memcpy(&b, &want[i], 4);
+            const int64_t d = a > b ? (int64_t)a - b : (int64_t)b - a;
+            worst_ulp = d > worst_ulp ? d : worst_ulp;
+        }
+        memcpy(got, x, sizeof got); /* in place */
+        k->rmsnorm(got, got, w, n, 1e-6f);
+        for (int64_t i = 0; i < n; i++) CHECK(fabsf(got[i] - want[i]) <= 2e-7f * fabsf(want[i]));
+    }
+    printf("level %s: rmsnorm max difference %lld ulp\n", adil_cpu_level_string(level), (long long)worst_ulp);
+    CHECK(worst_ulp <= 1);
+}
+
 int main(void) {
     const int best = adil_cpu_level_supported();
     for (int level = 0; level <= best; level++) {
@@ -166,6 +201,7 @@ int main(void) {
         check_glu(level, "gelu_tanh", k->gelu_tanh, gelu_t);
         check_glu(level, "silu", k->silu, silu_t);
         test_lengths(k);
+        test_rmsnorm(level, k);
     }
     CHECK(adil_act_kernels_at(-1) == NULL && adil_act_kernels_at(ADIL_CPU_LEVEL_COUNT) == NULL);
     if (failures) {

@@ -29,14 +29,21 @@ static void exp_scalar(const float *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = expf(x[i]);
 }
 
+static void rmsnorm_scalar(float *out, const float *x, const float *w, int64_t n, float eps) {
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    const float r = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] * r * w[i];
+}
+
 static const adil_act_kernels LEVELS[ADIL_CPU_LEVEL_COUNT] = {
-    [ADIL_CPU_SCALAR] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar},
+    [ADIL_CPU_SCALAR] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar, rmsnorm_scalar},
 #if defined(__x86_64__)
-    [ADIL_CPU_AVX2] = {adil_glu_gelu_tanh_avx2, adil_glu_silu_avx2, adil_exp_avx2},
-    [ADIL_CPU_AVX512] = {adil_glu_gelu_tanh_avx512, adil_glu_silu_avx512, adil_exp_avx512},
+    [ADIL_CPU_AVX2] = {adil_glu_gelu_tanh_avx2, adil_glu_silu_avx2, adil_exp_avx2, adil_rmsnorm_avx2},
+    [ADIL_CPU_AVX512] = {adil_glu_gelu_tanh_avx512, adil_glu_silu_avx512, adil_exp_avx512, adil_rmsnorm_avx512},
 #else
-    [ADIL_CPU_AVX2] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar},
-    [ADIL_CPU_AVX512] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar},
+    [ADIL_CPU_AVX2] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar, rmsnorm_scalar},
+    [ADIL_CPU_AVX512] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar, rmsnorm_scalar},
 #endif
 };
 

@@ -1,7 +1,9 @@
 /*
- * activation.h — the gated activations of the feed-forward block,
+ * activation.h — the element-wise kernels of a forward pass, per CPU level:
+ * the gated activations of the feed-forward block,
  *     gate[i] = act(gate[i]) * up[i],  i < n,
- * with act = GELU (tanh approximation) or SiLU, per CPU level.
+ * with act = GELU (tanh approximation) or SiLU; e^x; and the RMS norm of a
+ * row.
  *
  * The scalar level is the reference, written with libm:
  *     gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
@@ -37,10 +39,17 @@ typedef void (*adil_glu_fn)(float *gate, const float *up, int64_t n);
  * and error); scalar: expf. */
 typedef void (*adil_exp_fn)(const float *x, float *y, int64_t n);
 
+/* out[i] = x[i] * r * w[i], r = 1 / sqrt(mean(x²) + eps), i < n (out may
+ * equal x).  The sum of squares is accumulated in double at every level (a
+ * few thousand terms keep their digits), so the levels differ only in the
+ * order of those additions; the products are the same float operations. */
+typedef void (*adil_rmsnorm_fn)(float *out, const float *x, const float *w, int64_t n, float eps);
+
 typedef struct adil_act_kernels {
     adil_glu_fn gelu_tanh;
     adil_glu_fn silu;
     adil_exp_fn exp;
+    adil_rmsnorm_fn rmsnorm;
 } adil_act_kernels;
 
 /* The kernels of the selected CPU level (cpu_level.h). */
@@ -54,9 +63,11 @@ const adil_act_kernels *adil_act_kernels_at(int level);
 void adil_glu_gelu_tanh_avx2(float *gate, const float *up, int64_t n);
 void adil_glu_silu_avx2(float *gate, const float *up, int64_t n);
 void adil_exp_avx2(const float *x, float *y, int64_t n);
+void adil_rmsnorm_avx2(float *out, const float *x, const float *w, int64_t n, float eps);
 void adil_glu_gelu_tanh_avx512(float *gate, const float *up, int64_t n);
 void adil_glu_silu_avx512(float *gate, const float *up, int64_t n);
 void adil_exp_avx512(const float *x, float *y, int64_t n);
+void adil_rmsnorm_avx512(float *out, const float *x, const float *w, int64_t n, float eps);
 #endif
 
 #endif /* ADIL_ACTIVATION_H */

@@ -5,6 +5,8 @@
 #include "compute/activation.h"
 #include "compute/vmath_x86.h"
 
+#include <math.h>
+
 /* 2 sqrt(2/pi) and 2 sqrt(2/pi) 0.044715: e^(-x (K1 + K2 x^2)) is e^(-2u). */
 #define GELU_K1 1.5957691216057308f
 #define GELU_K2 0.07135481627260025f
@@ -53,5 +55,26 @@ void adil_exp_avx2(const float *x, float *y, int64_t n) {
         const __m256i m = tail_mask(n - i);
         _mm256_maskstore_ps(y + i, m, vmath_exp8(_mm256_maskload_ps(x + i, m)));
     }
+}
+
+void adil_rmsnorm_avx2(float *out, const float *x, const float *w, int64_t n, float eps) {
+    __m256d acc[2] = {_mm256_setzero_pd(), _mm256_setzero_pd()};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+        const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+        acc[0] = _mm256_fmadd_pd(lo, lo, acc[0]);
+        acc[1] = _mm256_fmadd_pd(hi, hi, acc[1]);
+    }
+    double lanes[4];
+    _mm256_storeu_pd(lanes, _mm256_add_pd(acc[0], acc[1]));
+    double ss = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    for (; i < n; i++) ss += (double)x[i] * x[i];
+    const float r = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    const __m256 rv = _mm256_set1_ps(r);
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), rv), _mm256_loadu_ps(w + i)));
+    for (; i < n; i++) out[i] = x[i] * r * w[i];
 }
 #endif

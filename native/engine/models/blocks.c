@@ -1,7 +1,59 @@
 /*
  * blocks.c — self attention and the gated FFN (see blocks.h).
+ *
+ * Matrix products go through adil_matmul_group: q, k and v are one pool job
+ * with x quantized once, gate and up another, with the gated activation run
+ * on each chunk of rows as soon as both are computed.
  */
 #include "models/blocks.h"
+
+#include "compute/activation.h"
+#include "compute/matmul_group.h"
+
+/* The q/k/v projections of layer il (outputs bound by the caller). */
+static adil_mm_group qkv_group(const adil_layer *L, float *q, float *k, float *v) {
+    adil_mm_group g = {.n = 3, .w = {&L->wq, &L->wk, &L->wv}, .y = {q, k, v}};
+    return g;
+}
+
+/* What the FFN epilogue needs: act(gate) * up on rows [r0, r1) of each token. */
+typedef struct glu_rows {
+    adil_glu_fn glu;
+    float *gate;       /* (T, n_ff) */
+    const float *up;   /* (T, n_ff) */
+    int64_t T, n_ff;
+} glu_rows;
+
+static void glu_epilogue(void *user, int64_t r0, int64_t r1) {
+    const glu_rows *g = user;
+    for (int64_t t = 0; t < g->T; t++) g->glu(g->gate + t * g->n_ff + r0, g->up + t * g->n_ff + r0, r1 - r0);
+}
+
+static adil_mm_group ffn_group(const adil_layer *L, float *hb, float *hb2, glu_rows *glu) {
+    adil_mm_group g = {.n = 2, .w = {&L->ffn_gate, &L->ffn_up}, .y = {hb, hb2},
+                       .epilogue = glu_epilogue, .user = glu};
+    return g;
+}
+
+static adil_mm_group single(const adil_weight *w, float *y) {
+    adil_mm_group g = {.n = 1, .w = {w}, .y = {y}};
+    return g;
+}
+
+size_t adil_blocks_scratch_size(const adil_transformer *m, int64_t n_batch) {
+    size_t most = 0;
+    for (int64_t il = 0; il < m->hp.n_layer; il++) {
+        const adil_layer *L = &m->layers[il];
+        glu_rows glu = {0};
+        const adil_mm_group gs[] = {qkv_group(L, NULL, NULL, NULL), single(&L->wo, NULL),
+                                    ffn_group(L, NULL, NULL, &glu), single(&L->ffn_down, NULL)};
+        for (size_t i = 0; i < sizeof gs / sizeof gs[0]; i++) {
+            const size_t s = adil_matmul_group_scratch_size(&gs[i], n_batch);
+            most = s > most ? s : most;
+        }
+    }
+    return most;
+}
 
 adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int64_t il,
                                 const float *xb, int64_t T, int64_t pos0, const adil_attn_cfg *cfg,
@@ -13,34 +65,36 @@ adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int
     adil_status st;
 
     /* projections: q (T, n_head * head_dim); k and v into the cache */
-    if ((st = adil_matmul(fw->pool, &L->wq, xb, T, fw->q, fw->mm_scratch, fw->mm_scratch_size))) return st;
-    if ((st = adil_matmul(fw->pool, &L->wk, xb, T, k, fw->mm_scratch, fw->mm_scratch_size))) return st;
-    if ((st = adil_matmul(fw->pool, &L->wv, xb, T, v, fw->mm_scratch, fw->mm_scratch_size))) return st;
+    const adil_mm_group qkv = qkv_group(L, fw->q, k, v);
+    if ((st = adil_matmul_group(fw->pool, &qkv, xb, T, fw->mm_scratch, fw->mm_scratch_size))) return st;
 
     /* per-head RMS norms of queries and keys (gemma3): rows of head_dim */
-    if (L->q_norm) adil_rmsnorm_rows(fw->q, fw->q, L->q_norm, T * hp->n_head, hp->head_dim, hp->rms_eps);
-    if (L->k_norm) adil_rmsnorm_rows(k, k, L->k_norm, T * hp->n_head_kv, hp->head_dim, hp->rms_eps);
+    if (L->q_norm) adil_rmsnorm_rows(fw->pool, fw->q, fw->q, L->q_norm, T * hp->n_head, hp->head_dim, hp->rms_eps);
+    if (L->k_norm) adil_rmsnorm_rows(fw->pool, k, k, L->k_norm, T * hp->n_head_kv, hp->head_dim, hp->rms_eps);
 
     /* rotary position embedding of queries and keys */
-    adil_rope_rows(fw->q, T, hp->n_head * hp->head_dim, hp->n_head, hp->head_dim, pos0, &cfg->rope);
-    adil_rope_rows(k, T, hp->n_head_kv * hp->head_dim, hp->n_head_kv, hp->head_dim, pos0, &cfg->rope);
+    adil_rope_rows(fw, fw->q, T, hp->n_head * hp->head_dim, hp->n_head, hp->head_dim, pos0, &cfg->rope);
+    adil_rope_rows(fw, k, T, hp->n_head_kv * hp->head_dim, hp->n_head_kv, hp->head_dim, pos0, &cfg->rope);
 
     /* softmax(q·Kᵀ * scale) · V over the visible cache: att (T, n_head * head_dim_v) */
     adil_attention(fw, hp, il, fw->q, fw->att, T, pos0, cfg->window, cfg->scale);
 
     /* output projection: out (T, n_embd) */
-    return adil_matmul(fw->pool, &L->wo, fw->att, T, out, fw->mm_scratch, fw->mm_scratch_size);
+    const adil_mm_group wo = single(&L->wo, out);
+    return adil_matmul_group(fw->pool, &wo, fw->att, T, fw->mm_scratch, fw->mm_scratch_size);
 }
 
 adil_status adil_gated_ffn(const adil_transformer *m, adil_forward *fw, int64_t il, const float *xb,
                            int64_t T, float *out) {
     const adil_layer *L = &m->layers[il];
+    const adil_act_kernels *k = adil_act_kernels_get();
     adil_status st;
-    /* gate and up projections: hb, hb2 (T, n_ff) */
-    if ((st = adil_matmul(fw->pool, &L->ffn_gate, xb, T, fw->hb, fw->mm_scratch, fw->mm_scratch_size))) return st;
-    if ((st = adil_matmul(fw->pool, &L->ffn_up, xb, T, fw->hb2, fw->mm_scratch, fw->mm_scratch_size))) return st;
-    /* hb = act(hb) * hb2 */
-    adil_gated_act(fw->pool, m->hp.ffn_act, fw->hb, fw->hb2, T * m->hp.n_ff);
+    /* hb = act(Wgate · xb) * (Wup · xb), (T, n_ff), chunk by chunk */
+    glu_rows glu = {.glu = m->hp.ffn_act == ADIL_FFN_GELU_TANH ? k->gelu_tanh : k->silu,
+                    .gate = fw->hb, .up = fw->hb2, .T = T, .n_ff = m->hp.n_ff};
+    const adil_mm_group gate_up = ffn_group(L, fw->hb, fw->hb2, &glu);
+    if ((st = adil_matmul_group(fw->pool, &gate_up, xb, T, fw->mm_scratch, fw->mm_scratch_size))) return st;
     /* down projection: out (T, n_embd) */
-    return adil_matmul(fw->pool, &L->ffn_down, fw->hb, T, out, fw->mm_scratch, fw->mm_scratch_size);
+    const adil_mm_group down = single(&L->ffn_down, out);
+    return adil_matmul_group(fw->pool, &down, fw->hb, T, fw->mm_scratch, fw->mm_scratch_size);
 }

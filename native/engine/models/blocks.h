@@ -23,6 +23,9 @@ adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int
                                 const float *xb, int64_t T, int64_t pos0, const adil_attn_cfg *cfg,
                                 float *out);
 
+/* Bytes of fw->mm_scratch the two blocks need for batches of n_batch tokens. */
+size_t adil_blocks_scratch_size(const adil_transformer *m, int64_t n_batch);
+
 /* out (T, n_embd) = Wdown · (act(Wgate · xb) * (Wup · xb)) for layer il;
  * uses fw->hb and fw->hb2 (T, n_ff). */
 adil_status adil_gated_ffn(const adil_transformer *m, adil_forward *fw, int64_t il, const float *xb,

@@ -5,6 +5,8 @@
 #include "models/transformer.h"
 
 #include "compute/attention.h"
+#include "compute/matmul_group.h"
+#include "models/blocks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,16 +29,10 @@ static adil_status alloc_floats(float **out, int64_t a, int64_t b, const char *w
 
 /* The most scratch any matrix product of a batch needs. */
 static size_t matmul_scratch(const adil_transformer *m, int64_t n_batch) {
-    size_t most = adil_matmul_scratch_size(&m->output, n_batch);
-    for (int64_t il = 0; il < m->hp.n_layer; il++) {
-        const adil_layer *L = &m->layers[il];
-        const adil_weight *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up, &L->ffn_down};
-        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
-            size_t s = adil_matmul_scratch_size(ws[i], n_batch);
-            if (s > most) most = s;
-        }
-    }
-    return most;
+    const adil_mm_group head = {.n = 1, .w = {&m->output}, .y = {NULL}};
+    const size_t blocks = adil_blocks_scratch_size(m, n_batch);
+    const size_t out = adil_matmul_group_scratch_size(&head, n_batch);
+    return blocks > out ? blocks : out;
 }
 
 adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, int64_t n_ctx,
@@ -56,6 +52,10 @@ adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, int64
     if (st == ADIL_OK) st = alloc_floats(&fw->scores, nth * ADIL_ATT_MAX_ROWS, n_ctx, "scores");
     if (st == ADIL_OK) st = alloc_floats(&fw->hb, n_batch, hp->n_ff, "hb");
     if (st == ADIL_OK) st = alloc_floats(&fw->hb2, n_batch, hp->n_ff, "hb2");
+    for (int i = 0; i < ADIL_ROPE_TABLES; i++) {
+        if (st == ADIL_OK) st = alloc_floats(&fw->rope[i].cs, n_batch, hp->n_rot / 2 > 0 ? hp->n_rot / 2 : 1, "rope cos");
+        if (st == ADIL_OK) st = alloc_floats(&fw->rope[i].sn, n_batch, hp->n_rot / 2 > 0 ? hp->n_rot / 2 : 1, "rope sin");
+    }
     if (st == ADIL_OK) {
         fw->mm_scratch_size = matmul_scratch(m, n_batch);
         fw->mm_scratch = malloc(fw->mm_scratch_size ? fw->mm_scratch_size : 1);
@@ -77,6 +77,10 @@ void adil_forward_free(adil_forward *fw) {
     free(fw->scores);
     free(fw->hb);
     free(fw->hb2);
+    for (int i = 0; i < ADIL_ROPE_TABLES; i++) {
+        free(fw->rope[i].cs);
+        free(fw->rope[i].sn);
+    }
     free(fw->mm_scratch);
     memset(fw, 0, sizeof *fw);
 }

@@ -121,15 +121,15 @@ static adil_status gemma3_forward(const adil_transformer *m, adil_forward *fw, c
         if (fw->stop && (st = fw->stop(fw->stop_user))) return st;
 
         /* attention: pre-norm, attend, post-norm, residual */
-        adil_rmsnorm_rows(xb, x, L->attn_norm, T, D, hp->rms_eps);
+        adil_rmsnorm_rows(fw->pool, xb, x, L->attn_norm, T, D, hp->rms_eps);
         if ((st = adil_self_attention(m, fw, il, xb, T, pos0, &attn, xb2))) return st;
-        adil_rmsnorm_rows(xb2, xb2, L->post_attn_norm, T, D, hp->rms_eps);
+        adil_rmsnorm_rows(fw->pool, xb2, xb2, L->post_attn_norm, T, D, hp->rms_eps);
         adil_add(x, xb2, T * D);
 
         /* feed-forward: pre-norm, GELU-gated FFN, post-norm, residual */
-        adil_rmsnorm_rows(xb, x, L->ffn_norm, T, D, hp->rms_eps);
+        adil_rmsnorm_rows(fw->pool, xb, x, L->ffn_norm, T, D, hp->rms_eps);
         if ((st = adil_gated_ffn(m, fw, il, xb, T, xb2))) return st;
-        adil_rmsnorm_rows(xb2, xb2, L->post_ffn_norm, T, D, hp->rms_eps);
+        adil_rmsnorm_rows(fw->pool, xb2, xb2, L->post_ffn_norm, T, D, hp->rms_eps);
         adil_add(x, xb2, T * D);
     }
 

@@ -95,12 +95,12 @@ static adil_status llama_forward(const adil_transformer *m, adil_forward *fw, co
         if (fw->stop && (st = fw->stop(fw->stop_user))) return st;
 
         /* attention: pre-norm, attend, residual */
-        adil_rmsnorm_rows(xb, x, L->attn_norm, T, D, hp->rms_eps);
+        adil_rmsnorm_rows(fw->pool, xb, x, L->attn_norm, T, D, hp->rms_eps);
         if ((st = adil_self_attention(m, fw, il, xb, T, pos0, &attn, xb2))) return st;
         adil_add(x, xb2, T * D);
 
         /* feed-forward: pre-norm, SwiGLU, residual */
-        adil_rmsnorm_rows(xb, x, L->ffn_norm, T, D, hp->rms_eps);
+        adil_rmsnorm_rows(fw->pool, xb, x, L->ffn_norm, T, D, hp->rms_eps);
         if ((st = adil_gated_ffn(m, fw, il, xb, T, xb2))) return st;
         adil_add(x, xb2, T * D);
     }

@@ -1,28 +1,40 @@
 /*
- * ops.c — RMS norm, RoPE, gated activations, attention and the output head
- * (see ops.h).  Plain loops; the heavy work of a forward pass is in the
- * matrix products, these run in a small fraction of its time.
+ * ops.c — RMS norm, RoPE, attention and the output head (see ops.h).  The
+ * row kernels are compute/activation.h's and compute/attention.h's, per CPU
+ * level; this file cuts the work into chunks for the pool.
  */
 #include "models/ops.h"
 
 #include "compute/activation.h"
 #include "compute/attention.h"
+#include "compute/matmul_group.h"
 
-#include <stdalign.h>
-#include <stdatomic.h>
 
 #include <math.h>
 #include <string.h>
 
-void adil_rmsnorm_rows(float *out, const float *x, const float *w, int64_t T, int64_t n, float eps) {
-    for (int64_t t = 0; t < T; t++) {
-        const float *xr = x + t * n;
-        float *o = out + t * n;
-        double ss = 0.0; /* double: a 640..8192-term sum of squares keeps its digits */
-        for (int64_t i = 0; i < n; i++) ss += (double)xr[i] * xr[i];
-        const float r = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
-        for (int64_t i = 0; i < n; i++) o[i] = xr[i] * r * w[i];
-    }
+typedef struct norm_job {
+    adil_rmsnorm_fn norm;
+    float *out;
+    const float *x, *w;
+    int64_t n, rows_per_chunk, T;
+    float eps;
+} norm_job;
+
+static void norm_chunk(void *p, int64_t c, int ith) {
+    (void)ith;
+    const norm_job *j = p;
+    const int64_t t1 = (c + 1) * j->rows_per_chunk < j->T ? (c + 1) * j->rows_per_chunk : j->T;
+    for (int64_t t = c * j->rows_per_chunk; t < t1; t++) j->norm(j->out + t * j->n, j->x + t * j->n, j->w, j->n, j->eps);
+}
+
+void adil_rmsnorm_rows(adil_pool *pool, float *out, const float *x, const float *w, int64_t T,
+                       int64_t n, float eps) {
+    /* rows in chunks of about 16k floats: a single token's rows stay on the caller */
+    int64_t per = 16384 / (n > 0 ? n : 1);
+    per = per < 1 ? 1 : per;
+    norm_job j = {adil_act_kernels_get()->rmsnorm, out, x, w, n, per, T, eps};
+    adil_pool_for(pool, (T + per - 1) / per, norm_chunk, &j);
 }
 
 void adil_add(float *x, const float *y, int64_t n) {
@@ -37,11 +49,30 @@ void adil_scale(float *x, float s, int64_t n) {
 
 #define ADIL_MAX_ROT 1024 /* n_rot is checked against this at load */
 
-void adil_rope_rows(float *x, int64_t T, int64_t row_width, int64_t n_heads, int64_t head_dim,
-                    int64_t pos0, const adil_rope *rope) {
+static bool same_rope(const adil_rope *a, const adil_rope *b) {
+    return a->n_rot == b->n_rot && a->base == b->base && a->scale == b->scale && a->neox == b->neox &&
+           a->factors == b->factors;
+}
+
+/* The cos / sin table of `rope` for positions pos0 .. pos0 + T - 1: found in
+ * fw->rope (made by an earlier layer of this batch) or made now in the slot
+ * used least recently. */
+static const adil_rope_table *rope_table(adil_forward *fw, int64_t T, int64_t pos0, const adil_rope *rope) {
+    adil_rope_table *tab = NULL;
+    for (int i = 0; i < ADIL_ROPE_TABLES; i++) {
+        adil_rope_table *c = &fw->rope[i];
+        if (c->valid && c->pos0 == pos0 && c->T == T && same_rope(&c->cfg, rope)) tab = c;
+    }
+    fw->rope_clock++;
+    if (tab != NULL) {
+        tab->used = fw->rope_clock;
+        return tab;
+    }
+    tab = &fw->rope[0];
+    for (int i = 1; i < ADIL_ROPE_TABLES; i++)
+        if (fw->rope[i].used < tab->used) tab = &fw->rope[i];
     const int64_t half = rope->n_rot / 2;
     double inv_freq[ADIL_MAX_ROT / 2];
-    float cs[ADIL_MAX_ROT / 2], sn[ADIL_MAX_ROT / 2];
     /* frequency i turns by base^(-2i/n_rot) per position (double: exact
      * angles even at long positions) */
     for (int64_t i = 0; i < half; i++) {
@@ -49,48 +80,37 @@ void adil_rope_rows(float *x, int64_t T, int64_t row_width, int64_t n_heads, int
         if (rope->factors) inv_freq[i] /= rope->factors[i];
     }
     for (int64_t t = 0; t < T; t++) {
-        /* the angles of this position, shared by every head */
         for (int64_t i = 0; i < half; i++) {
             const double theta = (double)(pos0 + t) * inv_freq[i];
-            cs[i] = (float)cos(theta);
-            sn[i] = (float)sin(theta);
+            tab->cs[t * half + i] = (float)cos(theta);
+            tab->sn[t * half + i] = (float)sin(theta);
         }
+    }
+    tab->cfg = *rope;
+    tab->pos0 = pos0;
+    tab->T = T;
+    tab->valid = true;
+    tab->used = fw->rope_clock;
+    return tab;
+}
+
+void adil_rope_rows(adil_forward *fw, float *x, int64_t T, int64_t row_width, int64_t n_heads,
+                    int64_t head_dim, int64_t pos0, const adil_rope *rope) {
+    const adil_rope_table *tab = rope_table(fw, T, pos0, rope);
+    const int64_t half = rope->n_rot / 2;
+    const int64_t step = rope->neox ? 1 : 2, off = rope->neox ? half : 1;
+    for (int64_t t = 0; t < T; t++) {
+        const float *cs = tab->cs + t * half, *sn = tab->sn + t * half;
         for (int64_t h = 0; h < n_heads; h++) {
             float *v = x + t * row_width + h * head_dim;
+            /* neox pairs (i, i + half), otherwise (2i, 2i + 1) */
             for (int64_t i = 0; i < half; i++) {
-                const int64_t a = rope->neox ? i : 2 * i;
-                const int64_t b = rope->neox ? i + half : 2 * i + 1;
-                const float x0 = v[a], x1 = v[b];
-                v[a] = x0 * cs[i] - x1 * sn[i];
-                v[b] = x0 * sn[i] + x1 * cs[i];
+                const float x0 = v[i * step], x1 = v[i * step + off];
+                v[i * step] = x0 * cs[i] - x1 * sn[i];
+                v[i * step + off] = x0 * sn[i] + x1 * cs[i];
             }
         }
     }
-}
-
-/* ---- gated activations ------------------------------------------------------ */
-
-typedef struct act_job {
-    adil_glu_fn glu;
-    float *gate;
-    const float *up;
-    int64_t n;
-} act_job;
-
-static void act_worker(void *p, int ith, int nth) {
-    const act_job *j = p;
-    int64_t b, e;
-    adil_pool_split(j->n, 64, ith, nth, &b, &e);
-    if (e > b) j->glu(j->gate + b, j->up + b, e - b);
-}
-
-void adil_gated_act(adil_pool *pool, adil_ffn_act act, float *gate, const float *up, int64_t n) {
-    const adil_act_kernels *k = adil_act_kernels_get();
-    act_job j = {act == ADIL_FFN_GELU_TANH ? k->gelu_tanh : k->silu, gate, up, n};
-    if (n < 16384) /* one token's worth: waking the pool costs more than it saves */
-        act_worker(&j, 0, 1);
-    else
-        adil_pool_run(pool, act_worker, &j);
 }
 
 /* ---- attention ---------------------------------------------------------------- */
@@ -101,7 +121,7 @@ void adil_gated_act(adil_pool *pool, adil_ffn_act act, float *gate, const float 
  * value is read once for all of them.  Tiles are handed out to the threads
  * one at a time, the latest tokens (the most positions) first; every tile is
  * computed the same way whoever runs it, so the result does not depend on the
- * number of threads. */
+ * number of threads (adil_pool_for hands out one tile per chunk). */
 typedef struct att_job {
     adil_forward *fw;
     const adil_hparams *hp;
@@ -115,7 +135,6 @@ typedef struct att_job {
     int64_t head_chunks;      /* chunks of heads_per_tile per KV group */
     int64_t token_blocks;
     int64_t n_tiles;
-    alignas(64) atomic_int_fast64_t next; /* the next tile to hand out */
 } att_job;
 
 /* Tile `item`: KV head, chunk of its query heads, block of tokens (the
@@ -150,15 +169,9 @@ static void att_tile(const att_job *j, int64_t item, float *scratch) {
     j->kernel(&t);
 }
 
-static void att_worker(void *p, int ith, int nth) {
-    att_job *j = p;
-    (void)nth;
-    float *scratch = j->fw->scores + (size_t)ith * ADIL_ATT_MAX_ROWS * (size_t)j->fw->kv.n_ctx;
-    for (;;) {
-        const int64_t item = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-        if (item >= j->n_tiles) return;
-        att_tile(j, item, scratch);
-    }
+static void att_chunk(void *p, int64_t item, int ith) {
+    const att_job *j = p;
+    att_tile(j, item, j->fw->scores + (size_t)ith * ADIL_ATT_MAX_ROWS * (size_t)j->fw->kv.n_ctx);
 }
 
 void adil_attention(adil_forward *fw, const adil_hparams *hp, int64_t il, const float *q, float *out,
@@ -167,13 +180,16 @@ void adil_attention(adil_forward *fw, const adil_hparams *hp, int64_t il, const 
     att_job j = {.fw = fw, .hp = hp, .il = il, .T = T, .pos0 = pos0, .window = window,
                  .scale = scale, .q = q, .out = out, .kernel = adil_attention_kernel()};
     j.heads_per_tile = group < ADIL_ATT_MAX_ROWS ? group : ADIL_ATT_MAX_ROWS;
+    if (T == 1) { /* decode: split a group's heads so every thread gets a tile */
+        const int64_t per_kv = adil_pool_n_threads(fw->pool) / hp->n_head_kv;
+        const int64_t split = per_kv > 1 ? (group + per_kv - 1) / per_kv : group;
+        j.heads_per_tile = split < j.heads_per_tile ? split : j.heads_per_tile;
+    }
     j.tokens_per_tile = ADIL_ATT_MAX_ROWS / j.heads_per_tile;
     j.head_chunks = (group + j.heads_per_tile - 1) / j.heads_per_tile;
     j.token_blocks = (T + j.tokens_per_tile - 1) / j.tokens_per_tile;
     j.n_tiles = j.token_blocks * hp->n_head_kv * j.head_chunks;
-    atomic_init(&j.next, 0);
-    /* one tile (a decoded token of a model with one KV head): not worth a wake-up */
-    adil_pool_run(j.n_tiles > 1 ? fw->pool : NULL, att_worker, &j);
+    adil_pool_for(fw->pool, j.n_tiles, att_chunk, &j);
 }
 
 /* ---- output ------------------------------------------------------------------------ */
@@ -189,9 +205,9 @@ adil_status adil_output_logits(const adil_transformer *m, adil_forward *fw, floa
     /* only the rows whose logits are wanted */
     float *rows = all_logits ? x : x + (T - 1) * hp->n_embd;
     const int64_t n = all_logits ? T : 1;
-    adil_rmsnorm_rows(rows, rows, m->output_norm, n, hp->n_embd, hp->rms_eps);
-    adil_status st = adil_matmul(fw->pool, &m->output, rows, n, logits, fw->mm_scratch,
-                                 fw->mm_scratch_size);
+    adil_rmsnorm_rows(fw->pool, rows, rows, m->output_norm, n, hp->n_embd, hp->rms_eps);
+    const adil_mm_group head = {.n = 1, .w = {&m->output}, .y = {logits}};
+    adil_status st = adil_matmul_group(fw->pool, &head, rows, n, fw->mm_scratch, fw->mm_scratch_size);
     if (st != ADIL_OK) return st;
     if (hp->final_softcap > 0.0f) adil_softcap(logits, n * hp->n_vocab, hp->final_softcap);
     return ADIL_OK;

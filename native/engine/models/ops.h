@@ -1,7 +1,8 @@
 /*
  * ops.h — the non-matmul steps of a transformer forward pass: RMS norm, RoPE,
- * gated activations, residual adds, attention over the KV cache, and the
- * final logit soft-cap.  Matrix products are compute/matmul.h.
+ * residual adds, attention over the KV cache, and the final logit soft-cap.
+ * Matrix products are compute/matmul_group.h; the gated activation runs
+ * inside the FFN's (blocks.c).
  *
  * Row-major buffers; (T, n) means T rows of n floats.
  */
@@ -14,8 +15,9 @@
 #include <stdint.h>
 
 /* out[t] = x[t] / sqrt(mean(x[t]²) + eps) * w for each of T rows of n
- * (out may equal x). */
-void adil_rmsnorm_rows(float *out, const float *x, const float *w, int64_t T, int64_t n, float eps);
+ * (out may equal x), on the pool when there are many rows. */
+void adil_rmsnorm_rows(adil_pool *pool, float *out, const float *x, const float *w, int64_t T,
+                       int64_t n, float eps);
 
 /* x[i] += y[i], i < n. */
 void adil_add(float *x, const float *y, int64_t n);
@@ -27,19 +29,11 @@ void adil_scale(float *x, float s, int64_t n);
  * T rows of width row_width, row t at position pos0 + t.  Frequency i
  * (< n_rot/2) turns by pos * scale * base^(-2i/n_rot) / factors[i]
  * (factors may be NULL).  neox pairs dims (i, i + n_rot/2), otherwise
- * (2i, 2i + 1). */
-typedef struct adil_rope {
-    int64_t n_rot;
-    float base;
-    float scale;
-    bool neox;
-    const float *factors;
-} adil_rope;
-void adil_rope_rows(float *x, int64_t T, int64_t row_width, int64_t n_heads, int64_t head_dim,
-                    int64_t pos0, const adil_rope *rope);
-
-/* gate[i] = act(gate[i]) * up[i] for T rows of n_ff, on the pool. */
-void adil_gated_act(adil_pool *pool, adil_ffn_act act, float *gate, const float *up, int64_t n);
+ * (2i, 2i + 1).  The angles' cos / sin are computed once per batch and
+ * configuration and kept in fw->rope for the other layers (adil_rope is in
+ * transformer.h). */
+void adil_rope_rows(adil_forward *fw, float *x, int64_t T, int64_t row_width, int64_t n_heads,
+                    int64_t head_dim, int64_t pos0, const adil_rope *rope);
 
 /* Causal attention of T query rows (positions pos0..pos0+T-1) over the
  * cached keys/values of layer il, positions [0, pos0 + T), limited to the

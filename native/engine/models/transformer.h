@@ -98,6 +98,27 @@ typedef struct adil_transformer {
  * the status to stop with (ADIL_STATUS_CANCELLED, ADIL_STATUS_DEADLINE). */
 typedef adil_status (*adil_stop_fn)(void *user);
 
+/* How RoPE rotates (see adil_rope_rows in ops.h). */
+typedef struct adil_rope {
+    int64_t n_rot;
+    float base;
+    float scale;
+    bool neox;
+    const float *factors;
+} adil_rope;
+
+/* cos / sin of the RoPE angles of one configuration for a batch's positions
+ * pos0 .. pos0 + T - 1: made by the first layer that needs them, reused by
+ * the others.  Local and global layers of gemma3 use two configurations. */
+#define ADIL_ROPE_TABLES 2
+typedef struct adil_rope_table {
+    adil_rope cfg;
+    int64_t pos0, T;
+    bool valid;
+    uint64_t used;               /* rope_clock when last used */
+    float *cs, *sn;              /* (n_batch, n_rot / 2) */
+} adil_rope_table;
+
 typedef struct adil_forward {
     adil_kv_cache kv;
     adil_pool *pool;             /* threads of this context (may be NULL: one thread) */
@@ -113,8 +134,10 @@ typedef struct adil_forward {
     float *scores;               /* (n_threads, ADIL_ATT_MAX_ROWS * kv.n_ctx) attention scratch */
     float *hb;                   /* (n_batch, n_ff) gate */
     float *hb2;                  /* (n_batch, n_ff) up */
-    void *mm_scratch;            /* quantized activations for adil_matmul */
+    void *mm_scratch;            /* quantized activations for adil_matmul_group */
     size_t mm_scratch_size;
+    adil_rope_table rope[ADIL_ROPE_TABLES];
+    uint64_t rope_clock;
     adil_stop_fn stop;           /* may be NULL */
     void *stop_user;
 } adil_forward;
