@@ -11,6 +11,7 @@ alive, and ``Engine.close()`` closes the engine's models first.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import threading
@@ -27,7 +28,13 @@ from ._binding import ENGINE_LIBRARY as _ENGINE_LIBRARY
 from ._binding import HOST_MAJOR, HOST_MINOR, HOST_NAME, Library, check, ffi, open_library
 from .cancel import CancelToken
 from .chat import render_chat
-from .errors import BusyError, CapabilityError, DeadlineError, InvalidArgumentError
+from .errors import (
+    BusyError,
+    CapabilityError,
+    ComponentRefusedError,
+    DeadlineError,
+    InvalidArgumentError,
+)
 from .generation import Completion, Generation
 from .sampling import Sampling
 from .timeouts import Timeout
@@ -128,8 +135,6 @@ class Engine:
         status = lib.lib.adil_engine_open(host, params, out)
         if status == 9:  # ADIL_STATUS_HOST_REFUSED: name the library too
             message = ffi.string(lib.lib.adil_last_error()).decode("utf-8", "replace")
-            from .errors import ComponentRefusedError
-
             raise ComponentRefusedError(
                 f"engine library {lib.path} refused this host ({HOST_NAME} {HOST_MAJOR}."
                 f"{HOST_MINOR}): {message}",
@@ -403,8 +408,6 @@ class Model:
         return Generation(self._library, run, self.token_bytes, stop, keep, self._busy.release)
 
     def _compile_grammar(self, schema: dict[str, Any]) -> Any:
-        import json
-
         text = json.dumps(schema).encode("utf-8")
         out = ffi.new("adil_grammar **")
         check(self._lib, self._lib.adil_grammar_compile(self._require_open(), text, len(text), out))
