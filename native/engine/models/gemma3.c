@@ -54,23 +54,16 @@ static adil_status read_hparams(const gguf_file *f, adil_hparams *hp) {
     return ADIL_OK;
 }
 
+/* The common llama-family tensors, then gemma3's Q/K norms and post-norms. */
 static adil_status bind_layer(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {
-    const adil_hparams *hp = &m->hp;
+    const int64_t D = m->hp.n_embd, hd = m->hp.head_dim;
     adil_layer *L = &m->layers[il];
-    const int64_t D = hp->n_embd, hd = hp->head_dim;
-    adil_status st;
-    if ((st = adil_bind_vector(f, "blk.%d.attn_norm.weight", il, D, a, &L->attn_norm, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.attn_q.weight", il, hp->n_head * hd, D, &L->wq, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.attn_k.weight", il, hp->n_head_kv * hd, D, &L->wk, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.attn_v.weight", il, hp->n_head_kv * hp->head_dim_v, D, &L->wv, NULL))) return st;
+    adil_status st = adil_bind_layer_common(f, m, il, a);
+    if (st) return st;
     if ((st = adil_bind_vector(f, "blk.%d.attn_q_norm.weight", il, hd, a, &L->q_norm, NULL))) return st;
     if ((st = adil_bind_vector(f, "blk.%d.attn_k_norm.weight", il, hd, a, &L->k_norm, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.attn_output.weight", il, D, hp->n_head * hp->head_dim_v, &L->wo, NULL))) return st;
-    if ((st = adil_bind_vector(f, "blk.%d.post_attention_norm.weight", il, D, a, &L->post_attn_norm, NULL))) return st;
-    if ((st = adil_bind_vector(f, "blk.%d.ffn_norm.weight", il, D, a, &L->ffn_norm, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.ffn_gate.weight", il, hp->n_ff, D, &L->ffn_gate, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.ffn_up.weight", il, hp->n_ff, D, &L->ffn_up, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.ffn_down.weight", il, D, hp->n_ff, &L->ffn_down, NULL))) return st;
+    if ((st = adil_bind_vector(f, "blk.%d.post_attention_norm.weight", il, D, a, &L->post_attn_norm, NULL)))
+        return st;
     return adil_bind_vector(f, "blk.%d.post_ffw_norm.weight", il, D, a, &L->post_ffn_norm, NULL);
 }
 

@@ -38,22 +38,6 @@ static adil_status read_hparams(const gguf_file *f, adil_hparams *hp) {
     return ADIL_OK;
 }
 
-static adil_status bind_layer(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {
-    const adil_hparams *hp = &m->hp;
-    adil_layer *L = &m->layers[il];
-    const int64_t D = hp->n_embd, hd = hp->head_dim;
-    adil_status st;
-    if ((st = adil_bind_vector(f, "blk.%d.attn_norm.weight", il, D, a, &L->attn_norm, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.attn_q.weight", il, hp->n_head * hd, D, &L->wq, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.attn_k.weight", il, hp->n_head_kv * hd, D, &L->wk, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.attn_v.weight", il, hp->n_head_kv * hp->head_dim_v, D, &L->wv, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.attn_output.weight", il, D, hp->n_head * hp->head_dim_v, &L->wo, NULL))) return st;
-    if ((st = adil_bind_vector(f, "blk.%d.ffn_norm.weight", il, D, a, &L->ffn_norm, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.ffn_gate.weight", il, hp->n_ff, D, &L->ffn_gate, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.ffn_up.weight", il, hp->n_ff, D, &L->ffn_up, NULL))) return st;
-    return adil_bind_matrix(f, "blk.%d.ffn_down.weight", il, D, hp->n_ff, &L->ffn_down, NULL);
-}
-
 static adil_status llama_load(const gguf_file *f, adil_transformer *m) {
     adil_status st = read_hparams(f, &m->hp);
     if (st == ADIL_OK) st = adil_hparams_check(m);
@@ -62,7 +46,7 @@ static adil_status llama_load(const gguf_file *f, adil_transformer *m) {
     adil_f32_arena arena;
     st = adil_load_begin(f, m, 2 * (size_t)m->hp.n_embd * (size_t)m->hp.n_layer +
                                    (size_t)m->hp.n_embd + (size_t)m->hp.n_rot / 2, &arena);
-    for (int il = 0; st == ADIL_OK && il < m->hp.n_layer; il++) st = bind_layer(f, m, il, &arena);
+    for (int il = 0; st == ADIL_OK && il < m->hp.n_layer; il++) st = adil_bind_layer_common(f, m, il, &arena);
     if (st == ADIL_OK)
         st = adil_bind_vector(f, "rope_freqs.weight", -1, m->hp.n_rot / 2, &arena, &m->rope_factors,
                               &(bool){false});

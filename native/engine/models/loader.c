@@ -51,6 +51,26 @@ adil_status adil_load_begin(const gguf_file *f, adil_transformer *m, size_t vect
     return ADIL_OK;
 }
 
+adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int il,
+                                   adil_f32_arena *a) {
+    const adil_hparams *hp = &m->hp;
+    adil_layer *L = &m->layers[il];
+    const int64_t D = hp->n_embd, hd = hp->head_dim, ff = hp->n_ff;
+    const int64_t q_rows = hp->n_head * hd, kv_rows = hp->n_head_kv * hd;
+    adil_status st;
+    if ((st = adil_bind_vector(f, "blk.%d.attn_norm.weight", il, D, a, &L->attn_norm, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.attn_q.weight", il, q_rows, D, &L->wq, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.attn_k.weight", il, kv_rows, D, &L->wk, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.attn_v.weight", il, hp->n_head_kv * hp->head_dim_v, D,
+                               &L->wv, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.attn_output.weight", il, D, hp->n_head * hp->head_dim_v,
+                               &L->wo, NULL))) return st;
+    if ((st = adil_bind_vector(f, "blk.%d.ffn_norm.weight", il, D, a, &L->ffn_norm, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.ffn_gate.weight", il, ff, D, &L->ffn_gate, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.ffn_up.weight", il, ff, D, &L->ffn_up, NULL))) return st;
+    return adil_bind_matrix(f, "blk.%d.ffn_down.weight", il, D, ff, &L->ffn_down, NULL);
+}
+
 adil_status adil_load_end(const gguf_file *f, adil_transformer *m, adil_f32_arena *arena) {
     adil_status st = adil_bind_vector(f, "output_norm.weight", -1, m->hp.n_embd, arena,
                                       &m->output_norm, NULL);
