@@ -146,23 +146,7 @@ static void pv(const adil_att_tile *t, const float *p, int64_t span, int64_t f0,
     }
 }
 
-void adil_attend_avx512(const adil_att_tile *t) {
-    int64_t f0 = t->first[0], l0 = t->last[0];
-    for (int r = 1; r < t->n_rows; r++) {
-        f0 = t->first[r] < f0 ? t->first[r] : f0;
-        l0 = t->last[r] > l0 ? t->last[r] : l0;
-    }
-    const int64_t span = l0 - f0 + 1;
-    float *s = t->scratch;
-    float inv[ADIL_ATT_MAX_ROWS];
-    scores(t, f0, span, s);
-    for (int r = 0; r < t->n_rows; r++) {
-        float *row = s + r * span;
-        const int64_t a = t->first[r] - f0, b = t->last[r] - f0 + 1;
-        memset(row, 0, (size_t)a * sizeof(float));
-        memset(row + b, 0, (size_t)(span - b) * sizeof(float));
-        inv[r] = softmax(row + a, b - a);
-    }
-    pv(t, s, span, f0, inv);
-}
+#include "compute/attention_level.h"
+
+void adil_attend_avx512(const adil_att_tile *t) { attend_tile(t); }
 #endif

@@ -1,0 +1,35 @@
+/*
+ * attention_level.h — the per-tile driver every SIMD attention file shares:
+ * the span of key positions the tile's rows see, zeros outside each row's
+ * window, softmax, then P·V.  attention_avx2.c and attention_avx512.c include
+ * it after defining their own scores(), softmax() and pv(), so the driver is
+ * compiled at each file's instruction-set level.
+ */
+#ifndef ADIL_ATTENTION_LEVEL_H
+#define ADIL_ATTENTION_LEVEL_H
+
+#include "compute/attention.h"
+
+#include <string.h>
+
+static inline void attend_tile(const adil_att_tile *t) {
+    int64_t f0 = t->first[0], l0 = t->last[0];
+    for (int r = 1; r < t->n_rows; r++) {
+        f0 = t->first[r] < f0 ? t->first[r] : f0;
+        l0 = t->last[r] > l0 ? t->last[r] : l0;
+    }
+    const int64_t span = l0 - f0 + 1;
+    float *s = t->scratch;
+    float inv[ADIL_ATT_MAX_ROWS];
+    scores(t, f0, span, s);
+    for (int r = 0; r < t->n_rows; r++) {
+        float *row = s + r * span;
+        const int64_t a = t->first[r] - f0, b = t->last[r] - f0 + 1;
+        memset(row, 0, (size_t)a * sizeof(float));
+        memset(row + b, 0, (size_t)(span - b) * sizeof(float));
+        inv[r] = softmax(row + a, b - a);
+    }
+    pv(t, s, span, f0, inv);
+}
+
+#endif /* ADIL_ATTENTION_LEVEL_H */
