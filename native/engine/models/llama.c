@@ -16,13 +16,7 @@
 static adil_status read_hparams(const gguf_file *f, adil_hparams *hp) {
     adil_status st;
     int64_t ctx = 0;
-    if ((st = adil_hp_int(f, ARCH, "embedding_length", -1, 1 << 16, &hp->n_embd))) return st;
-    if ((st = adil_hp_int(f, ARCH, "block_count", -1, 1024, &hp->n_layer))) return st;
-    if ((st = adil_hp_int(f, ARCH, "feed_forward_length", -1, 1 << 20, &hp->n_ff))) return st;
-    if ((st = adil_hp_int(f, ARCH, "attention.head_count", -1, 1024, &hp->n_head))) return st;
-    if ((st = adil_hp_int(f, ARCH, "attention.head_count_kv", hp->n_head, 1024, &hp->n_head_kv))) return st;
-    if ((st = adil_hp_int(f, ARCH, "attention.key_length", hp->n_embd / hp->n_head, 1024, &hp->head_dim))) return st;
-    if ((st = adil_hp_int(f, ARCH, "attention.value_length", hp->head_dim, 1024, &hp->head_dim_v))) return st;
+    if ((st = adil_hp_read_common(f, ARCH, hp))) return st;
     if ((st = adil_hp_int(f, ARCH, "rope.dimension_count", hp->head_dim, 1024, &hp->n_rot))) return st;
     if ((st = adil_hp_int(f, ARCH, "context_length", 4096, 1 << 24, &ctx))) return st;
     if ((st = adil_hp_float(f, ARCH, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps))) return st;

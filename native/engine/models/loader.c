@@ -51,6 +51,19 @@ adil_status adil_load_begin(const gguf_file *f, adil_transformer *m, size_t vect
     return ADIL_OK;
 }
 
+adil_status adil_hp_read_common(const gguf_file *f, const char *arch, adil_hparams *hp) {
+    adil_status st;
+    if ((st = adil_hp_int(f, arch, "embedding_length", -1, 1 << 16, &hp->n_embd))) return st;
+    if ((st = adil_hp_int(f, arch, "block_count", -1, 1024, &hp->n_layer))) return st;
+    if ((st = adil_hp_int(f, arch, "feed_forward_length", -1, 1 << 20, &hp->n_ff))) return st;
+    if ((st = adil_hp_int(f, arch, "attention.head_count", -1, 1024, &hp->n_head))) return st;
+    if ((st = adil_hp_int(f, arch, "attention.head_count_kv", hp->n_head, 1024, &hp->n_head_kv)))
+        return st;
+    if ((st = adil_hp_int(f, arch, "attention.key_length", hp->n_embd / hp->n_head, 1024,
+                          &hp->head_dim))) return st;
+    return adil_hp_int(f, arch, "attention.value_length", hp->head_dim, 1024, &hp->head_dim_v);
+}
+
 adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int il,
                                    adil_f32_arena *a) {
     const adil_hparams *hp = &m->hp;

@@ -64,6 +64,13 @@ adil_status adil_hparams_check(const adil_transformer *m);
 adil_status adil_load_begin(const gguf_file *f, adil_transformer *m, size_t vector_floats,
                             adil_f32_arena *arena);
 
+/* Reads the sizes every llama-family architecture has from "<arch>.":
+ * embedding_length, block_count, feed_forward_length, attention.head_count,
+ * head_count_kv (default head_count), key_length (default n_embd / n_head)
+ * and value_length (default key_length). */
+typedef struct adil_hparams adil_hparams;
+adil_status adil_hp_read_common(const gguf_file *f, const char *arch, adil_hparams *hp);
+
 /* Binds the tensors every llama-family layer il has: attn_norm, attn_q/k/v,
  * attn_output, ffn_norm, ffn_gate/up/down (norm vectors into the arena).
  * Architectures bind their extra tensors (Q/K norms, post-norms) after it. */
