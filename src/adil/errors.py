@@ -17,7 +17,7 @@ stable ``code``; branch on the class or the code, never on the message::
     ├── ModelFormatError           model_format_invalid
     ├── ModelFileError             model_file_unreadable
     ├── CancelledError             cancelled
-    ├── InvalidArgumentError       invalid_argument
+    ├── InvalidArgumentError       invalid_argument   (also ValueError, TypeError)
     ├── EngineMemoryError          out_of_memory
     └── EngineInternalError        internal_error
 
@@ -190,8 +190,10 @@ class CancelledError(AdilError):
     code = "cancelled"
 
 
-class InvalidArgumentError(AdilError):
-    """An argument is out of range or of the wrong kind."""
+class InvalidArgumentError(AdilError, ValueError, TypeError):
+    """An argument is out of range or of the wrong kind.  Also a
+    ``ValueError`` and a ``TypeError``, so ``except ValueError`` habits keep
+    working; branch on ``AdilError`` / ``.code`` in new code."""
 
     code = "invalid_argument"
 
