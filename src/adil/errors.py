@@ -26,10 +26,16 @@ HTTP-path errors also carry ``.status`` (the HTTP status) and
 
 Each engine status code (``adil_status`` in ``adil.h``) maps onto exactly one
 class: :data:`STATUS_ERRORS`.
+
+:func:`check_real` and :func:`check_int` are the argument checks of the
+settings objects (``Timeout``, ``RetryPolicy``, ``Sampling``): a bad value is
+refused when the object is built, with :class:`InvalidArgumentError`, never
+later as a plain ``TypeError`` or ``OverflowError`` deep inside a run.
 """
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar, Literal
 
 __all__ = [
@@ -51,6 +57,8 @@ __all__ = [
     "STATUS_ERRORS",
     "ServiceConnectionError",
     "ToolSchemaError",
+    "check_int",
+    "check_real",
     "error_for_code",
 ]
 
@@ -242,3 +250,48 @@ def error_for_code(code: str) -> type[AdilError]:
     """The class for a stable code (used by the service client); unknown
     codes give :class:`AdilError` itself."""
     return _BY_CODE.get(code, AdilError)
+
+
+# -- argument checks ----------------------------------------------------------
+
+
+def check_real(
+    label: str, value: object, *, low: float = -math.inf, high: float = math.inf,
+    low_open: bool = False, high_open: bool = False,
+) -> float:
+    """`value` when it is a finite int or float (not a bool) within the range
+    (`low_open`/`high_open`: the bound itself is excluded); otherwise
+    :class:`InvalidArgumentError` naming `label` and the range."""
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if is_number:
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except OverflowError:  # an int beyond any float
+            number = math.inf
+        in_range = (math.isfinite(number)
+                    and (number > low if low_open else number >= low)
+                    and (number < high if high_open else number <= high))
+        if in_range:
+            return value  # type: ignore[return-value]
+    raise InvalidArgumentError(f"{label} must be {_range(low, high, low_open, high_open)}, "
+                               f"got {value!r}")
+
+
+def check_int(label: str, value: object, *, low: int, high: int | None = None) -> int:
+    """`value` when it is an int (not a bool) in ``[low, high]``; otherwise
+    :class:`InvalidArgumentError`."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= low and (
+            high is None or value <= high):
+        return value
+    upper = "" if high is None else f" and <= {high}"
+    raise InvalidArgumentError(f"{label} must be an integer >= {low}{upper}, got {value!r}")
+
+
+def _range(low: float, high: float, low_open: bool, high_open: bool) -> str:
+    if low == -math.inf and high == math.inf:
+        return "a finite number"
+    if high == math.inf:
+        return f"a finite number {'>' if low_open else '>='} {low:g}"
+    if low == -math.inf:
+        return f"a finite number {'<' if high_open else '<='} {high:g}"
+    return f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"

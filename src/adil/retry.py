@@ -21,7 +21,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .errors import AdilError, BusyError, ModelNotReadyError, ServiceConnectionError
+from .errors import (
+    AdilError,
+    BusyError,
+    InvalidArgumentError,
+    ModelNotReadyError,
+    ServiceConnectionError,
+    check_int,
+    check_real,
+)
 from .timeouts import Deadline
 
 __all__ = ["RetryPolicy", "is_retryable"]
@@ -40,7 +48,10 @@ def is_retryable(error: BaseException) -> bool:
 
 @dataclass(frozen=True, kw_only=True)
 class RetryPolicy:
-    """How often and how patiently to retry (times in seconds)."""
+    """How often and how patiently to retry (times in seconds).  Checked when
+    built (InvalidArgumentError): ``max_retries`` an integer >= 0, delays
+    finite with ``0 < initial_delay <= max_delay``, ``multiplier`` finite and
+    >= 1, ``jitter`` in [0, 1)."""
 
     max_retries: int = 5
     initial_delay: float = 0.05
@@ -49,14 +60,16 @@ class RetryPolicy:
     jitter: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
-        if not 0 < self.initial_delay <= self.max_delay:
-            raise ValueError("need 0 < initial_delay <= max_delay")
-        if self.multiplier < 1:
-            raise ValueError(f"multiplier must be >= 1, got {self.multiplier}")
-        if not 0 <= self.jitter < 1:
-            raise ValueError(f"jitter must be in [0, 1), got {self.jitter}")
+        check_int("RetryPolicy.max_retries", self.max_retries, low=0)
+        check_real("RetryPolicy.initial_delay", self.initial_delay, low=0, low_open=True)
+        check_real("RetryPolicy.max_delay", self.max_delay, low=0, low_open=True)
+        if self.initial_delay > self.max_delay:
+            raise InvalidArgumentError(
+                f"RetryPolicy needs initial_delay <= max_delay, got {self.initial_delay!r} > "
+                f"{self.max_delay!r}"
+            )
+        check_real("RetryPolicy.multiplier", self.multiplier, low=1)
+        check_real("RetryPolicy.jitter", self.jitter, low=0, high=1, high_open=True)
 
     def base_delay(self, retry: int) -> float:
         """The delay before retry `retry` (0-based) without jitter."""

@@ -7,8 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._binding import ffi
+from .errors import check_int, check_real
 
 __all__ = ["Sampling"]
+
+_FLOAT_MAX = 3.4028234663852886e38  # the largest finite C float (the engine's type)
+_INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -16,7 +20,13 @@ class Sampling:
     """How the next token is chosen.  ``temperature=0`` is greedy.
 
     Defaults follow llama.cpp's.  ``seed=None`` draws a fresh seed per
-    generation; a fixed seed gives the same tokens for the same prompt."""
+    generation; a fixed seed gives the same tokens for the same prompt.
+
+    Checked when built (InvalidArgumentError), with the engine's ranges:
+    ``temperature`` >= 0, ``top_k`` >= 0 (0 = off), ``top_p`` in (0, 1],
+    ``min_p`` in [0, 1], ``repeat_penalty`` > 0, ``repeat_last_n`` >= 0, all
+    finite, floats within a C float and integers within an int32; ``seed``
+    None or an integer in [0, 2**64).  Booleans are not numbers here."""
 
     temperature: float = 0.8
     top_k: int = 40
@@ -27,16 +37,15 @@ class Sampling:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if not self.temperature >= 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if not 0 <= self.min_p <= 1:
-            raise ValueError(f"min_p must be in [0, 1], got {self.min_p}")
-        if not self.repeat_penalty > 0:
-            raise ValueError(f"repeat_penalty must be > 0, got {self.repeat_penalty}")
-        if self.seed is not None and not 0 <= self.seed < 2**64:
-            raise ValueError(f"seed must be in [0, 2**64), got {self.seed}")
+        check_real("Sampling.temperature", self.temperature, low=0, high=_FLOAT_MAX)
+        check_int("Sampling.top_k", self.top_k, low=0, high=_INT32_MAX)
+        check_real("Sampling.top_p", self.top_p, low=0, high=1, low_open=True)
+        check_real("Sampling.min_p", self.min_p, low=0, high=1)
+        check_real("Sampling.repeat_penalty", self.repeat_penalty, low=0, high=_FLOAT_MAX,
+                   low_open=True)
+        check_int("Sampling.repeat_last_n", self.repeat_last_n, low=0, high=_INT32_MAX)
+        if self.seed is not None:
+            check_int("Sampling.seed", self.seed, low=0, high=2**64 - 1)
 
     def to_c(self, lib: Any) -> Any:
         """A filled adil_sampling_params* (kept alive by the caller)."""

@@ -4,7 +4,13 @@
 ``connect``: longest wait to reach the service (service path only).
 ``read``: longest silence between two tokens or events.
 ``total``: the whole operation, tool time and retries included.
-All in seconds; ``None`` means no limit.
+All in seconds; ``None`` means no limit.  A limit is a finite number above
+zero: ``0``, negatives, NaN, booleans, strings and infinity are refused with
+:class:`~adil.errors.InvalidArgumentError` when the Timeout is built.
+Infinity is refused rather than read as "no limit" because ``None`` already
+says that, and in :meth:`Timeout.merged` a ``None`` field keeps the other
+timeout's limit: ``math.inf`` would look like a way to lift a limit that it
+could not keep.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import DeadlineError
+from .errors import DeadlineError, check_real
 
 __all__ = ["Clock", "Deadline", "Timeout"]
 
@@ -22,7 +28,8 @@ Clock = Callable[[], float]
 
 @dataclass(frozen=True, kw_only=True)
 class Timeout:
-    """Per-phase limits in seconds; ``None`` means no limit."""
+    """Per-phase limits in seconds: finite numbers above zero, or ``None``
+    for no limit (InvalidArgumentError otherwise)."""
 
     connect: float | None = None
     read: float | None = None
@@ -31,8 +38,9 @@ class Timeout:
     def __post_init__(self) -> None:
         for name in ("connect", "read", "total"):
             value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"Timeout.{name} must be positive seconds, got {value!r}")
+            if value is not None:
+                check_real(f"Timeout.{name} (seconds; None for no limit)", value, low=0,
+                           low_open=True)
 
     def merged(self, override: Timeout | None) -> Timeout:
         """This timeout with the fields that `override` sets replaced."""
