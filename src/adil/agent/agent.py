@@ -24,7 +24,7 @@ from ..errors import BusyError, DeadlineError, InvalidArgumentError
 from ..retry import RetryPolicy
 from ..timeouts import Clock, Deadline, Timeout
 from ..tools import Tool
-from .config import AgentConfig, Policy, ResultHook, tools_by_name
+from .config import AgentConfig, Policy, ResultHook, require_text, tools_by_name
 from .conversation import Conversation
 from .loop import Ending, RunLoop, close_turn
 from .prompt import system_message
@@ -162,8 +162,7 @@ class Agent:
 
     def _begin(self, input: str, timeout: Timeout | None,
                images: Sequence[Any] | None) -> Segment:
-        if not isinstance(input, str):
-            raise InvalidArgumentError(f"input must be a string, got {type(input).__name__}")
+        require_text("input", input)
         with self._lock:
             if self._segment is not None:
                 raise BusyError("this agent is already running (one run at a time)")

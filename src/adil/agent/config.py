@@ -14,11 +14,27 @@ from .proposal import Proposal
 from .protocol import ModelLike
 from .records import ToolCall
 
-__all__ = ["AgentConfig", "Policy", "PolicyDecision", "ResultHook", "tools_by_name"]
+__all__ = ["AgentConfig", "Policy", "PolicyDecision", "ResultHook", "require_text",
+           "tools_by_name"]
 
 PolicyDecision = Literal["allow", "deny"] | None
 Policy = Callable[[Proposal], PolicyDecision]
 ResultHook = Callable[[ToolCall, str], str]
+
+
+def require_text(label: str, value: object) -> str:
+    """`value` when it is a str that UTF-8 can encode; InvalidArgumentError
+    otherwise (text with a lone surrogate would make every later render of
+    the conversation fail)."""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{label} must be a string, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgumentError(
+            f"{label} holds a lone surrogate at index {exc.start} (not Unicode text)"
+        ) from None
+    return value
 
 
 def tools_by_name(tools: Sequence[Tool]) -> dict[str, Tool]:
@@ -56,6 +72,7 @@ class AgentConfig:
     clock: Clock
 
     def __post_init__(self) -> None:
+        require_text("instructions", self.instructions)
         if self.tool_choice not in ("auto", "none") and self.tool_choice not in self.tools:
             raise InvalidArgumentError(
                 "tool_choice must be 'auto', 'none' or the name of a tool, "

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import threading
 
+from .syntax import unicode_safe
+
 __all__ = ["Conversation"]
 
 
 class Conversation:
     """Messages in order.  Two messages of one role in a row are merged,
     because many chat templates (gemma's among them) require roles to
-    alternate."""
+    alternate.  Text is kept Unicode-safe (:func:`~.syntax.unicode_safe`):
+    nothing appended can make a later render fail."""
 
     def __init__(self, system: str | None) -> None:
         self._system = system
@@ -23,6 +26,7 @@ class Conversation:
             self._messages = [{"role": "system", "content": self._system}] if self._system else []
 
     def append(self, role: str, content: str) -> None:
+        content = unicode_safe(content)
         with self._lock:
             last = self._messages[-1] if self._messages else None
             if last is not None and last["role"] == role:

@@ -40,6 +40,7 @@ from .syntax import (
     parse_envelope,
     result_block,
     split_calls,
+    unicode_safe,
 )
 
 __all__ = ["Ending", "RunLoop", "close_turn"]
@@ -260,8 +261,8 @@ class RunLoop:
             return Ending("cancelled")
         if error is None:
             try:
-                result_json = json.dumps(value, ensure_ascii=False, allow_nan=False,
-                                         default=_jsonable)
+                result_json = unicode_safe(json.dumps(value, ensure_ascii=False,
+                                                      allow_nan=False, default=_jsonable))
             except (TypeError, ValueError) as exc:
                 error = exc
         if error is not None:
@@ -280,7 +281,13 @@ class RunLoop:
         if self.config.result_hook is not None:
             delivered = self.config.result_hook(call, delivered)
             if not isinstance(delivered, str):
-                raise TypeError(f"a result hook returns str, got {type(delivered).__name__}")
+                raise InvalidArgumentError(
+                    f"the result_hook must return the text for the model (str), got "
+                    f"{type(delivered).__name__}")
+            if unicode_safe(delivered) != delivered:
+                raise InvalidArgumentError(
+                    "the result_hook returned text with a lone surrogate (not Unicode): "
+                    f"{ascii(delivered[:80])}")
         delivered = self._fit(delivered)
         call = replace(call, delivered=delivered)
         self.state.calls[index] = call

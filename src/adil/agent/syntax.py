@@ -13,6 +13,9 @@ The SDK answers in the next user turn, one block per call::
 
 The payload is the handler's result as JSON (after any result hook and any
 cut to fit the context), or ``{"error": {"code": ..., "message": ...}}``.
+Everything the SDK writes back is Unicode text: a lone surrogate (which a
+tool's result or error message may hold, and which UTF-8 cannot encode) is
+written as its JSON escape ``\\udXXX`` (:func:`unicode_safe`).
 When a tool is forced (``tool_choice="name"``) the model writes the bare
 JSON object, constrained by a grammar.
 """
@@ -20,6 +23,7 @@ JSON object, constrained by a grammar.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,12 +32,13 @@ from ..tools.arguments import json_type
 from ..tools.strict_json import strict_loads
 
 __all__ = ["CALL_CLOSE", "CALL_OPEN", "RESULT_OPEN", "ParsedCall", "error_payload", "parse_calls",
-           "parse_envelope", "result_block", "split_calls"]
+           "parse_envelope", "result_block", "split_calls", "unicode_safe"]
 
 CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"
 # Generation stops here: a model that starts writing a result itself is cut.
 RESULT_OPEN = "<tool_result"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -110,17 +115,28 @@ def _peek_name(body: str) -> str | None:
     except ValueError:
         return None
     name = value.get("name") if isinstance(value, dict) else None
-    return name if isinstance(name, str) else None
+    return name if isinstance(name, str) and unicode_safe(name) == name else None
+
+
+def unicode_safe(text: str) -> str:
+    """`text` with each lone surrogate written as its escape ``\\udXXX``.  In
+    JSON text a surrogate can only stand inside a string, where the escape
+    denotes the same value; elsewhere it keeps the text readable and
+    encodable (a conversation must never hold text that UTF-8 cannot
+    encode: every later render of it would fail)."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def result_block(call_id: str, name: str, payload: str) -> str:
     """The text that carries one call's payload back to the model."""
     head = f"<tool_result call_id={json.dumps(call_id)} name={json.dumps(name, ensure_ascii=False)}"
-    return f"{head}>\n{payload}\n</tool_result>"
+    return unicode_safe(f"{head}>\n{payload}\n</tool_result>")
 
 
 def error_payload(code: str, message: str, location: str | None = None) -> str:
     error: dict[str, Any] = {"code": code, "message": message}
     if location is not None:
         error["location"] = location
-    return json.dumps({"error": error}, ensure_ascii=False)
+    return unicode_safe(json.dumps({"error": error}, ensure_ascii=False))

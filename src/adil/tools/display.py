@@ -40,8 +40,17 @@ class DisplaySpec:
         if self.kind == "boolean":
             return isinstance(value, bool)
         if self.kind == "quoted_text":
-            return isinstance(value, str)
+            return isinstance(value, str) and _is_unicode(value)
         return any(json_equal(value, v) for v in self.values)
+
+
+def _is_unicode(text: str) -> bool:
+    """False for text with a lone surrogate: no interface can show it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def parse_display(display: Mapping[str, Any] | None) -> dict[str, DisplaySpec]:

@@ -57,7 +57,10 @@ def _pairs(pairs: list[tuple[str, Any]]) -> _Object:
 def strict_loads(text: str | bytes) -> Any:
     """Plain Python values of JSON `text`, or :class:`OutputValidationError`
     (with ``.location``) for invalid JSON, duplicate keys, non-JSON
-    constants, numbers that break the exact-number rule, or lone surrogates."""
+    constants, numbers that break the exact-number rule, or lone surrogates
+    (``\\ud800``: JSON can write them, UTF-8 cannot; a key that holds one is
+    reported at the location of its object, so that every location is
+    Unicode text)."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -77,11 +80,14 @@ def strict_loads(text: str | bytes) -> Any:
 
 def _plain(node: Any, where: str) -> Any:
     if isinstance(node, _Object):
+        for key in node:
+            if not _is_unicode(key):
+                raise OutputValidationError(
+                    f"the key {ascii(key)} holds a lone surrogate escape (not a Unicode "
+                    "character)", location=where)
         if node.duplicates:
             key = node.duplicates[0]
             raise OutputValidationError(f"duplicate key {key!r}", location=join(where, key))
-        for key in node:
-            _check_text(key, join(where, key))
         return {k: _plain(v, join(where, k)) for k, v in node.items()}
     if isinstance(node, list):
         return [_plain(v, join(where, i)) for i, v in enumerate(node)]
@@ -98,9 +104,16 @@ def _plain(node: Any, where: str) -> Any:
 
 
 def _check_text(text: str, where: str) -> None:
+    if not _is_unicode(text):
+        raise OutputValidationError(
+            "string holds a lone surrogate escape (not a Unicode character)", location=where
+        )
+
+
+def _is_unicode(text: str) -> bool:
+    """False when `text` holds a lone surrogate (it has no UTF-8 form)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise OutputValidationError(
-            "string holds a lone surrogate escape (not a Unicode character)", location=where
-        ) from None
+        return False
+    return True

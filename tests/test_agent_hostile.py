@@ -1,0 +1,133 @@
+"""Hostile model output and hostile tool results on the reference stub
+engine: text that is not Unicode (lone surrogate escapes), nesting deep
+enough to exhaust Python's recursion, cut-off tool-call tags.  Each is
+reported to the model (or in the outcome) and leaves the agent usable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import adil
+from adil.agent import Agent
+from adil.tools import Tool, ToolContext
+
+LoadScript = Callable[..., adil.Model]
+
+
+def lookup(result: Any = None, log: list[Any] | None = None) -> Tool:
+    def handler(arguments: dict[str, Any], ctx: ToolContext) -> Any:
+        if log is not None:
+            log.append(arguments)
+        return {"ok": 1} if result is None else result
+
+    return Tool(name="lookup", handler=handler, effect="read_only",
+                parameters={"type": "object", "properties": {"q": {"type": "string"}},
+                            "additionalProperties": False})
+
+
+def raw_call(arguments_json: str, name: str = "lookup") -> dict[str, Any]:
+    return {"tool_call": {"name": name, "arguments_json": arguments_json}}
+
+
+def encodable(agent: Agent) -> None:
+    for message in agent.messages:
+        message["content"].encode("utf-8")
+
+
+# -- text that is not Unicode ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arguments_json", [
+    '{"\\ud800": 1}',                 # a key
+    '{"q": "\\udfff"}',               # a value
+    '{"q": "a", "\\ud800\\ud800": 2}',
+    '{"q": {"\\udc00": 1}}',          # a key one level down
+])
+def test_a_lone_surrogate_in_arguments_is_an_invalid_call(
+    stub_model: LoadScript, arguments_json: str
+) -> None:
+    log: list[Any] = []
+    model = stub_model({"turns": [raw_call(arguments_json), {"text": "Sorry."},
+                                  {"text": "Second run."}]})
+    agent = Agent(model, [lookup(log=log)])
+    outcome = agent.run("x")
+    assert outcome.status == "completed" and outcome.text == "Sorry." and log == []
+    (call,) = outcome.tool_calls
+    assert call.status == "invalid" and isinstance(call.error, adil.OutputValidationError)
+    assert "surrogate" in str(call.error)
+    str(call.error).encode("utf-8")
+    assert call.error.location is not None
+    call.error.location.encode("utf-8")
+    encodable(agent)
+    assert '"code": "output_validation_failed"' in agent.messages[3]["content"]
+    assert agent.run("again").text == "Second run."  # nothing poisons later runs
+
+
+def test_a_lone_surrogate_in_the_tool_name_is_an_invalid_call(stub_model: LoadScript) -> None:
+    written = '<tool_call>{"name": "\\ud800", "arguments": {"q": "a"}}</tool_call>'
+    model = stub_model({"turns": [{"text": written}, {"text": "Sorry."},
+                                  {"text": "Again."}]})
+    agent = Agent(model, [lookup()])
+    outcome = agent.run("x")
+    assert outcome.status == "completed" and outcome.tool_calls[0].status == "invalid"
+    encodable(agent)
+    assert agent.run("y").text == "Again."
+
+
+def test_a_lone_surrogate_in_a_result_or_an_error_reaches_the_model_escaped(
+    stub_model: LoadScript
+) -> None:
+    def broken(arguments: dict[str, Any], ctx: ToolContext) -> Any:
+        raise RuntimeError("bad byte \udcff in a file name")
+
+    tools = [lookup(result={"name": "file-\udcff.txt"}),
+             Tool(name="broken", handler=broken, effect="read_only",
+                  display={"name": "quoted_text"})]
+    model = stub_model({"turns": [{"tool_call": {"name": "lookup", "arguments": {}}},
+                                  {"tool_call": {"name": "broken", "arguments": {}}},
+                                  {"text": "Done."}, {"text": "Again."}]})
+    agent = Agent(model, tools)
+    outcome = agent.run("x")
+    assert outcome.status == "completed" and outcome.text == "Done."
+    first, second = outcome.tool_calls
+    assert first.status == "completed" and first.result == {"name": "file-\udcff.txt"}
+    assert first.delivered == '{"name": "file-\\udcff.txt"}'  # the same JSON value, escaped
+    assert second.status == "failed"
+    encodable(agent)
+    assert agent.run("y").text == "Again."
+
+
+def test_a_quoted_text_display_field_is_never_unencodable(stub_model: LoadScript) -> None:
+    t = Tool(name="lookup", handler=lambda a, c: {"name": "x\udcff", "ok": "fine"},
+             effect="read_only", display={"name": "quoted_text", "ok": "quoted_text"})
+    model = stub_model({"turns": [{"tool_call": {"name": "lookup", "arguments": {}}},
+                                  {"text": "Done."}]})
+    outcome = Agent(model, [t]).run("x")
+    assert [(f.name, f.value) for f in outcome.display_fields] == [("ok", "fine")]
+
+
+def test_input_and_instructions_must_be_unicode(stub_model: LoadScript) -> None:
+    model = stub_model({"turns": [{"text": "Fine."}]})
+    with pytest.raises(adil.InvalidArgumentError, match="surrogate"):
+        Agent(model, instructions="be \ud800 nice")
+    agent = Agent(model)
+    with pytest.raises(adil.InvalidArgumentError, match="surrogate"):
+        agent.run("hello \udc80")
+    assert agent.messages == []
+    assert agent.run("hello").text == "Fine."
+
+
+def test_a_result_hook_that_returns_text_that_is_not_unicode_fails_the_run(
+    stub_model: LoadScript
+) -> None:
+    model = stub_model({"turns": [{"tool_call": {"name": "lookup", "arguments": {}}},
+                                  {"text": "never"}, {"text": "Again."}]})
+    agent = Agent(model, [lookup()], result_hook=lambda call, text: text + "\ud800")
+    outcome = agent.run("x")
+    assert outcome.status == "failed"
+    assert isinstance(outcome.error, adil.InvalidArgumentError)
+    assert "result_hook" in str(outcome.error)
+    encodable(agent)
