@@ -131,3 +131,58 @@ def test_a_result_hook_that_returns_text_that_is_not_unicode_fails_the_run(
     assert isinstance(outcome.error, adil.InvalidArgumentError)
     assert "result_hook" in str(outcome.error)
     encodable(agent)
+
+
+# -- nesting deep enough to exhaust Python's recursion -------------------------------------
+
+
+@pytest.mark.parametrize("levels", [65, 1000, 100_000])
+def test_arguments_nested_too_deep_are_an_invalid_call(stub_model: LoadScript,
+                                                        levels: int) -> None:
+    log: list[Any] = []
+    deep = "[" * levels + "]" * levels
+    model = stub_model({"turns": [raw_call('{"q": ' + deep + "}"), {"text": "Sorry."},
+                                  {"text": "Again."}], "context_length": 1 << 20},
+                       context_length=1 << 20)
+    agent = Agent(model, [lookup(log=log)], max_tokens=2 * levels + 100)
+    outcome = agent.run("x")
+    assert outcome.status == "completed" and log == []
+    (call,) = outcome.tool_calls
+    assert call.status == "invalid" and isinstance(call.error, adil.OutputValidationError)
+    assert "deeper than 64" in str(call.error)
+    assert agent.run("y").text == "Again."
+
+
+def deep_list(levels: int) -> list[Any]:
+    root: list[Any] = []
+    node = root
+    for _ in range(levels - 1):
+        child: list[Any] = []
+        node.append(child)
+        node = child
+    return root
+
+
+@pytest.mark.parametrize("levels", [129, 100_000])
+def test_a_result_nested_too_deep_fails_the_call_and_the_model_is_told(
+    stub_model: LoadScript, levels: int
+) -> None:
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    tools = [lookup(result={"rows": deep_list(levels)}),
+             Tool(name="cyclic", handler=lambda a, c: cyclic, effect="read_only",
+                  display={"self": "quoted_text"})]
+    model = stub_model({"turns": [{"tool_call": {"name": "lookup", "arguments": {}}},
+                                  {"tool_call": {"name": "cyclic", "arguments": {}}},
+                                  {"text": "Done."}]})
+    agent = Agent(model, tools)
+    outcome = agent.run("x")
+    assert outcome.status == "completed" and outcome.text == "Done."
+    deep, loop = outcome.tool_calls
+    assert deep.status == "failed" and deep.started and deep.delivered is None
+    assert isinstance(deep.error, adil.OutputValidationError)
+    assert "deeper than 128" in str(deep.error)
+    assert loop.status == "failed" and "itself" in str(loop.error)
+    assert outcome.display_fields == ()
+    told = agent.messages[3]["content"]
+    assert '"code": "invalid_result"' in told and '"location": "/rows/0/0' in told

@@ -9,8 +9,6 @@ the agent (whose run is active, which proposal is pending) to the Agent.
 from __future__ import annotations
 
 import copy
-import dataclasses
-import json
 import secrets
 import threading
 from dataclasses import dataclass, replace
@@ -24,7 +22,7 @@ from ..errors import (
     OutputValidationError,
 )
 from ..timeouts import Timeout
-from ..tools import Tool, ToolContext, validate
+from ..tools import Tool, ToolContext, result_json, validate
 from .config import AgentConfig
 from .conversation import Conversation
 from .display import display_fields
@@ -259,18 +257,20 @@ class RunLoop:
             state.calls[index] = replace(call, status="cancelled", error=error)
             self._stopped()  # raises DeadlineError when the deadline was the cause
             return Ending("cancelled")
-        if error is None:
-            try:
-                result_json = unicode_safe(json.dumps(value, ensure_ascii=False,
-                                                      allow_nan=False, default=_jsonable))
-            except (TypeError, ValueError) as exc:
-                error = exc
         if error is not None:
             state.calls[index] = call = replace(call, status="failed", error=error)
             code = "cancelled" if isinstance(error, CancelledError) else "tool_error"
             self._answer(call, error_payload(code, f"{type(error).__name__}: {error}"))
             return None
-        self._deliver(index, tool, value, result_json)
+        try:
+            result_text = unicode_safe(result_json(value))
+        except OutputValidationError as exc:  # not JSON, too deep, or contains itself
+            state.calls[index] = call = replace(call, status="failed", error=exc)
+            self._answer(call, error_payload(
+                "invalid_result", f"the tool ran, but its result cannot be delivered: {exc}",
+                exc.location))
+            return None
+        self._deliver(index, tool, value, result_text)
         seg.deadline.check()  # tool time counts against the total
         return None
 
@@ -387,13 +387,3 @@ def _watchdog(seg: Segment) -> threading.Timer | None:
     timer.daemon = True
     timer.start()
     return timer
-
-
-def _jsonable(value: Any) -> Any:
-    """json.dumps default: dataclasses and pydantic models as objects."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json")
-    raise TypeError(f"a tool result of type {type(value).__name__} is not JSON-serializable")

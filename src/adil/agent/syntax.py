@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import OutputValidationError
 from ..tools.arguments import json_type
+from ..tools.depth import MAX_DEPTH, too_deep_at
 from ..tools.strict_json import strict_loads
 
 __all__ = ["CALL_CLOSE", "CALL_OPEN", "RESULT_OPEN", "ParsedCall", "error_payload", "parse_calls",
@@ -77,8 +78,13 @@ def parse_envelope(body: str) -> ParsedCall:
     if body.startswith(CALL_OPEN):
         return ParsedCall(body, None, None, OutputValidationError(
             "the tool call was cut off before </tool_call> (max_tokens?)"))
+    offset = too_deep_at(body, MAX_DEPTH + 1)  # the envelope is one level
+    if offset is not None:
+        return ParsedCall(body, None, None, OutputValidationError(
+            f"the arguments nest deeper than {MAX_DEPTH} levels (at offset {offset} of the "
+            "call)"))
     try:
-        envelope = strict_loads(body)
+        envelope = strict_loads(body, max_depth=MAX_DEPTH + 1)
     except OutputValidationError as exc:
         return ParsedCall(body, _peek_name(body), None, _relative(exc))
     if not isinstance(envelope, dict) or not isinstance(envelope.get("name"), str):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import OutputValidationError
+from .depth import MAX_DEPTH
 from .pointer import join
 from .strict_json import strict_loads
 
@@ -50,7 +51,9 @@ def _has_type(value: Any, name: str) -> bool:
 
 
 def json_equal(a: Any, b: Any) -> bool:
-    """JSON equality: 1 == 1.0, but true != 1 and "1" != 1."""
+    """JSON equality: 1 == 1.0, but true != 1 and "1" != 1.  Recurses only as
+    deep as the shallower value (a checked schema's enum/const is at most
+    MAX_DEPTH deep)."""
     ta, tb = json_type(a), json_type(b)
     if {ta, tb} <= {"integer", "number"}:
         return bool(a == b)
@@ -63,8 +66,14 @@ def json_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def validate(value: Any, schema: dict[str, Any], where: str = "") -> None:
-    """Raises :class:`OutputValidationError` when `value` breaks `schema`."""
+def validate(value: Any, schema: dict[str, Any], where: str = "", _depth: int = 1) -> None:
+    """Raises :class:`OutputValidationError` when `value` breaks `schema`
+    (a schema checked by :func:`~.schema.check_schema`).  The walk follows
+    the schema, so it is as deep as the schema at most: MAX_DEPTH levels."""
+    if _depth > MAX_DEPTH:
+        raise OutputValidationError(
+            f"nested deeper than {MAX_DEPTH} levels (is the schema checked?)", location=where
+        )
     if "const" in schema and not json_equal(value, schema["const"]):
         raise OutputValidationError(
             f"expected the constant {schema['const']!r}, got {value!r}", location=where
@@ -89,9 +98,9 @@ def validate(value: Any, schema: dict[str, Any], where: str = "") -> None:
         _check_length(len(value), schema, "minItems", "maxItems", "items", where)
         if "items" in schema:
             for i, item in enumerate(value):
-                validate(item, schema["items"], join(where, i))
+                validate(item, schema["items"], join(where, i), _depth + 1)
     elif kind == "object":
-        _check_object(value, schema, where)
+        _check_object(value, schema, where, _depth)
 
 
 def _check_number(value: float, schema: dict[str, Any], where: str) -> None:
@@ -118,7 +127,7 @@ def _check_length(
         )
 
 
-def _check_object(value: dict[str, Any], schema: dict[str, Any], where: str) -> None:
+def _check_object(value: dict[str, Any], schema: dict[str, Any], where: str, depth: int) -> None:
     properties: dict[str, Any] = schema.get("properties", {})
     for name in schema.get("required", []):
         if name not in value:
@@ -127,7 +136,7 @@ def _check_object(value: dict[str, Any], schema: dict[str, Any], where: str) -> 
             )
     for name, item in value.items():
         if name in properties:
-            validate(item, properties[name], join(where, name))
+            validate(item, properties[name], join(where, name), depth + 1)
         elif schema.get("additionalProperties") is False:
             raise OutputValidationError(
                 f"property {name!r} is not in the schema (additionalProperties is false)",

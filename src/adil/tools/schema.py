@@ -10,7 +10,10 @@ Supported keywords: ``type`` (a name or a list of names), ``properties``,
 ``required``, ``additionalProperties`` (a boolean), ``items`` (one schema),
 ``enum``, ``const``, ``description``, ``title``, ``minimum``/``maximum``,
 ``minLength``/``maxLength``, ``minItems``/``maxItems``.  Every schema needs
-``type``, ``enum`` or ``const``.  An object schema without
+``type``, ``enum`` or ``const``.  Schemas nest at most
+:data:`~.depth.MAX_DEPTH` (64) levels, and so do ``enum``/``const`` values;
+a schema that contains itself (a Python dict or list inside itself) is
+refused as a cycle: without ``$ref`` a schema is a finite tree.  An object schema without
 ``additionalProperties`` is allowed with a :class:`ToolSchemaWarning`: set it
 to false so that invented fields are refused.
 """
@@ -18,10 +21,12 @@ to false so that invented fields are refused.
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import ToolSchemaError
+from .depth import MAX_DEPTH
 from .numbers import MAX_EXACT
 from .pointer import join
 
@@ -38,7 +43,7 @@ def _check_type(value: Any, where: str) -> None:
     names = value if isinstance(value, list) else [value]
     if not names or not all(isinstance(n, str) and n in JSON_TYPES for n in names):
         raise ToolSchemaError(
-            f"type must be one of {sorted(JSON_TYPES)} or a list of them, got {value!r}",
+            f"type must be one of {sorted(JSON_TYPES)} or a list of them, got {_short(value)}",
             location=where,
         )
     if len(set(names)) != len(names):
@@ -47,53 +52,86 @@ def _check_type(value: Any, where: str) -> None:
 
 def _check_text(value: Any, where: str) -> None:
     if not isinstance(value, str):
-        raise ToolSchemaError(f"expected a string, got {value!r}", location=where)
+        raise ToolSchemaError(f"expected a string, got {_short(value)}", location=where)
+    _check_unicode(value, where)
 
 
 def _check_bound(value: Any, where: str) -> None:
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     if not ok or not math.isfinite(value) or abs(value) > MAX_EXACT:
         raise ToolSchemaError(
-            f"expected a finite number within ±(2^53−1), got {value!r}", location=where
+            f"expected a finite number within ±(2^53−1), got {_short(value)}", location=where
         )
 
 
 def _check_count(value: Any, where: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ToolSchemaError(f"expected a non-negative integer, got {value!r}", location=where)
+        raise ToolSchemaError(f"expected a non-negative integer, got {_short(value)}",
+                              location=where)
 
 
 def _check_boolean(value: Any, where: str) -> None:
     if not isinstance(value, bool):
         raise ToolSchemaError(
             f"additionalProperties must be true or false (a schema there is outside the "
-            f"subset), got {value!r}",
+            f"subset), got {_short(value)}",
             location=where,
         )
 
 
 def _check_enum(value: Any, where: str) -> None:
     if not isinstance(value, list) or not value:
-        raise ToolSchemaError(f"enum must be a non-empty list, got {value!r}", location=where)
+        raise ToolSchemaError(f"enum must be a non-empty list, got {_short(value)}",
+                              location=where)
     for i, item in enumerate(value):
         _check_json_value(item, join(where, i))
 
 
-def _check_json_value(value: Any, where: str) -> None:
-    if value is None or isinstance(value, bool | str):
+def _check_const(value: Any, where: str) -> None:
+    _check_json_value(value, where)
+
+
+def _check_json_value(value: Any, where: str, depth: int = 0,
+                      path: frozenset[int] = frozenset()) -> None:
+    if isinstance(value, str):
+        _check_unicode(value, where)
+        return
+    if value is None or isinstance(value, bool):
         return
     if isinstance(value, int | float):
         _check_bound(value, where)
         return
+    if not isinstance(value, list | dict):
+        raise ToolSchemaError(f"not a JSON value: {_short(value)}", location=where)
+    if id(value) in path:
+        raise ToolSchemaError("the value contains itself (a cycle)", location=where)
+    if depth >= MAX_DEPTH:
+        raise ToolSchemaError(f"values in a schema nest at most {MAX_DEPTH} levels",
+                              location=where)
+    inner = path | {id(value)}
     if isinstance(value, list):
         for i, item in enumerate(value):
-            _check_json_value(item, join(where, i))
+            _check_json_value(item, join(where, i), depth + 1, inner)
         return
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        for key, item in value.items():
-            _check_json_value(item, join(where, key))
-        return
-    raise ToolSchemaError(f"not a JSON value: {value!r}", location=where)
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise ToolSchemaError(f"object keys are strings, got {key!r}", location=where)
+        _check_unicode(key, where)
+        _check_json_value(item, join(where, key), depth + 1, inner)
+
+
+def _short(value: Any) -> str:
+    """repr(value), cut: a refused value may be huge, deep, or contain itself."""
+    return reprlib.repr(value)
+
+
+def _check_unicode(text: str, where: str) -> None:
+    """Schema text is shown to the model: it must be Unicode (no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolSchemaError(f"text holds a lone surrogate: {ascii(text)[:80]}",
+                              location=where) from None
 
 
 # keyword -> the check of its value (schemas nested in properties/items are
@@ -110,7 +148,7 @@ _VALUE_CHECKS: dict[str, Callable[[Any, str], None]] = {
     "maxItems": _check_count,
     "additionalProperties": _check_boolean,
     "enum": _check_enum,
-    "const": _check_json_value,
+    "const": _check_const,
 }
 KEYWORDS = frozenset(_VALUE_CHECKS) | {"properties", "required", "items"}
 
@@ -122,7 +160,7 @@ def check_schema(schema: Any, *, root_object: bool = True) -> list[str]:
 
     With `root_object` (tool parameters), the top level must be an object."""
     open_objects: list[str] = []
-    _walk(schema, "", open_objects)
+    _walk(schema, "", open_objects, 1, frozenset())
     if root_object and _types(schema) != {"object"}:
         raise ToolSchemaError(
             'tool parameters must be a schema of "type": "object"', location=join("", "type")
@@ -137,11 +175,22 @@ def _types(schema: dict[str, Any]) -> set[str]:
     return set(value) if isinstance(value, list) else {value}
 
 
-def _walk(schema: Any, where: str, open_objects: list[str]) -> None:
+def _walk(schema: Any, where: str, open_objects: list[str], depth: int,
+          path: frozenset[int]) -> None:
+    """Checks one schema `depth` levels deep; `path`: the ids of the schemas
+    that enclose it (a schema among them is a cycle)."""
     if not isinstance(schema, dict):
         raise ToolSchemaError(
-            f"a schema must be a JSON object, got {schema!r}", location=where
+            f"a schema must be a JSON object, got {_short(schema)}", location=where
         )
+    if id(schema) in path:
+        raise ToolSchemaError(
+            "the schema contains itself (a cycle); without $ref a schema is a finite tree",
+            location=where,
+        )
+    if depth > MAX_DEPTH:
+        raise ToolSchemaError(f"schemas nest at most {MAX_DEPTH} levels", location=where)
+    inner = path | {id(schema)}
     for key in schema:
         if key not in KEYWORDS:
             raise ToolSchemaError(
@@ -157,23 +206,30 @@ def _walk(schema: Any, where: str, open_objects: list[str]) -> None:
             location=where,
         )
     _check_ranges(schema, where)
-    _walk_object(schema, where, open_objects)
+    _walk_object(schema, where, open_objects, depth, inner)
     if "items" in schema:
-        _walk(schema["items"], join(where, "items"), open_objects)
+        _walk(schema["items"], join(where, "items"), open_objects, depth + 1, inner)
 
 
-def _walk_object(schema: dict[str, Any], where: str, open_objects: list[str]) -> None:
+def _walk_object(schema: dict[str, Any], where: str, open_objects: list[str], depth: int,
+                 path: frozenset[int]) -> None:
     properties = schema.get("properties", {})
     if not isinstance(properties, dict):
         raise ToolSchemaError(
-            f"properties must be an object, got {properties!r}", location=join(where, "properties")
+            f"properties must be an object, got {_short(properties)}",
+            location=join(where, "properties"),
         )
     for name, sub in properties.items():
-        _walk(sub, join(where, "properties", name), open_objects)
+        if not isinstance(name, str):
+            raise ToolSchemaError(f"property names are strings, got {name!r}",
+                                  location=join(where, "properties"))
+        _check_unicode(name, join(where, "properties"))
+        _walk(sub, join(where, "properties", name), open_objects, depth + 1, path)
     required = schema.get("required", [])
     if not isinstance(required, list):
         raise ToolSchemaError(
-            f"required must be a list of names, got {required!r}", location=join(where, "required")
+            f"required must be a list of names, got {_short(required)}",
+            location=join(where, "required"),
         )
     for i, name in enumerate(required):
         if not isinstance(name, str) or name not in properties or required.index(name) != i:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import OutputValidationError
+from ..errors import InvalidArgumentError, OutputValidationError
+from .depth import MAX_DEPTH, too_deep_at
 from .numbers import InexactNumber, exact_number
 from .pointer import join
 
@@ -54,18 +55,25 @@ def _pairs(pairs: list[tuple[str, Any]]) -> _Object:
     return obj
 
 
-def strict_loads(text: str | bytes) -> Any:
+def strict_loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     """Plain Python values of JSON `text`, or :class:`OutputValidationError`
     (with ``.location``) for invalid JSON, duplicate keys, non-JSON
     constants, numbers that break the exact-number rule, or lone surrogates
     (``\\ud800``: JSON can write them, UTF-8 cannot; a key that holds one is
     reported at the location of its object, so that every location is
-    Unicode text)."""
+    Unicode text), or nesting deeper than `max_depth` (checked on the text
+    before it is read, so that no depth exhausts Python's recursion)."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise OutputValidationError(f"arguments are not UTF-8: {exc}") from exc
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"expected JSON text (str or bytes), got {type(text).__name__}")
+    offset = too_deep_at(text, max_depth)
+    if offset is not None:
+        raise OutputValidationError(
+            f"JSON nested deeper than {max_depth} levels (at offset {offset})")
     try:
         tree = json.loads(
             text, object_pairs_hook=_pairs, parse_int=_Number, parse_float=_Number,

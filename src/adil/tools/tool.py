@@ -73,9 +73,10 @@ class Tool:
                 f"tool {name!r} is registered {flag}=True, so it must also be registered "
                 "confirmation_required=True"
             )
-        schema = copy.deepcopy(dict(parameters)) if parameters is not None else copy.deepcopy(
-            _EMPTY_PARAMETERS)
-        open_objects = check_schema(schema)
+        given = _EMPTY_PARAMETERS if parameters is None else (
+            parameters if isinstance(parameters, dict) else dict(parameters))
+        open_objects = check_schema(given)  # first: a schema too deep or cyclic to copy fails here
+        schema = copy.deepcopy(given)
         if open_objects:
             where = ", ".join(repr(p) for p in open_objects)
             warnings.warn(
