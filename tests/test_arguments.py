@@ -112,7 +112,7 @@ def test_not_a_json_object(text: str | bytes) -> None:
 
 
 @pytest.mark.parametrize(("text", "value"), [
-    ("0", 0), ("-0", 0), ("42", 42), ("9007199254740991", MAX_EXACT),
+    ("0", 0), ("42", 42), ("9007199254740991", MAX_EXACT),
     ("-9007199254740991", -MAX_EXACT), ("0.1", 0.1), ("2.50", 2.5), ("1e5", 1e5),
     ("1E5", 1e5), ("-0.0", -0.0), ("5e-324", 5e-324), ("0.30000000000000004", 0.1 + 0.2),
     ("2.2250738585072014e-308", 2.2250738585072014e-308), ("9007199254740991.0", 2.0**53 - 1),
@@ -120,11 +120,34 @@ def test_not_a_json_object(text: str | bytes) -> None:
 def test_exact_numbers(text: str, value: float) -> None:
     got = exact_number(text)
     assert got == value and type(got) is type(value)
+    assert math.copysign(1, got) == math.copysign(1, value)  # -0.0 keeps its sign
+
+
+def test_minus_zero_is_refused_as_an_integer_and_kept_as_a_float() -> None:
+    """The integer 0 has no sign: "-0" would not print back the same."""
+    with pytest.raises(ValueError, match="write 0, or -0.0"):
+        exact_number("-0")
+    error = refused('{"to": "abc", "count": -0}')
+    assert error.location == "/count" and "no sign" in str(error)
+    value = TOOL.parse_arguments('{"to": "abc", "x": -0.0}')["x"]
+    assert value == 0 and math.copysign(1, value) == -1
+
+
+@pytest.mark.parametrize("text", ["1.0", "1e0", "1E1", "10.00", "-3.0"])
+def test_an_integer_parameter_refuses_a_number_written_as_a_float(text: str) -> None:
+    """JSON Schema counts 1.0 as an integer; here a float text stays a float
+    (handing the tool int 1 would not print back as "1.0"): refused, with
+    the way to write it."""
+    error = refused('{"to": "abc", "count": ' + text + "}")
+    assert error.location == "/count"
+    assert "without a decimal point or exponent" in str(error)
+    number = TOOL.parse_arguments('{"to": "abc", "x": ' + text + "}")["x"]
+    assert type(number) is float  # a number parameter takes it, as a float
 
 
 @pytest.mark.parametrize("text", [
     "9007199254740992", "1e16", "0.3000000000000000444", "1.00000000000000001", "2e-400",
-    "123456789.123456789", "4.9e-324",
+    "123456789.123456789", "4.9e-324", "-0",
 ])
 def test_inexact_numbers(text: str) -> None:
     with pytest.raises(ValueError):

@@ -86,8 +86,12 @@ def validate(value: Any, schema: dict[str, Any], where: str = "", _depth: int = 
         names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
         if not any(_has_type(value, n) for n in names):
             expected = " or ".join(names)
+            hint = ""
+            if "integer" in names and isinstance(value, float) and value.is_integer():
+                hint = (f" {value!r}: write an integer without a decimal point or exponent "
+                        f"(as {int(value)}); a number written as a float stays a float")
             raise OutputValidationError(
-                f"expected {expected}, got {json_type(value)}", location=where
+                f"expected {expected}, got {json_type(value)}{hint}", location=where
             )
     kind = json_type(value)
     if kind in ("integer", "number"):

@@ -11,6 +11,18 @@ value it validated:
   print as); ``0.10000000000000001`` (reads as 0.1) and ``1e-400`` (reads as
   0.0) are refused: the text promises digits the value does not hold.
 
+Two consequences, stated here because JSON Schema decides them otherwise:
+
+* ``-0`` is refused.  An integer text reads as a Python int, and the int
+  zero has no sign: ``-0`` would reach the tool as ``0``, which does not
+  print back as ``-0``.  Write ``0``, or ``-0.0`` for a negative zero (a
+  float, handed over with its sign).
+* An integer parameter refuses ``1.0`` and ``1e2`` (see
+  :func:`~.arguments.validate`): JSON Schema counts them as integers, but
+  a text with a decimal point or an exponent reads as a float, and handing
+  the tool the int ``1`` would not print back as ``1.0``.  Integers are
+  written without a decimal point or exponent.
+
 Larger or exact-decimal identifiers belong in strings.
 """
 
@@ -50,7 +62,13 @@ def _exact_int(text: str) -> int:
     digits = text.lstrip("-")
     if len(digits) > _MAX_INT_DIGITS or abs(int(text)) > MAX_EXACT:
         raise InexactNumber(f"{text} is outside ±(2^53−1); use a string for it")
-    return int(text)
+    value = int(text)
+    if value == 0 and text.startswith("-"):
+        raise InexactNumber(
+            f"{text} does not print back the same: it reads as the integer 0, which has no "
+            "sign; write 0, or -0.0 for a negative zero"
+        )
+    return value
 
 
 def is_exact_value(value: object) -> bool:
