@@ -26,7 +26,7 @@ from .context import ToolContext
 from .docstrings import parse_docstring
 from .hints import convert, schema_for_hint
 from .pointer import join
-from .tool import Effect, Tool
+from .tool import Effect, Tool, named_error
 
 __all__ = ["FunctionTool", "tool"]
 
@@ -35,6 +35,11 @@ class FunctionTool(Tool):
     """A Tool built from a function; calling it calls the function."""
 
     fn: Callable[..., Any]
+
+    def __init__(self, function: Callable[..., Any], **kwargs: Any) -> None:
+        self.fn = function
+        self.__doc__ = function.__doc__
+        super().__init__(**kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -75,18 +80,22 @@ def tool(
     Without ``effect`` a tool is state-changing: it waits for confirmation."""
 
     def build(function: Callable[..., Any]) -> FunctionTool:
-        summary, param_docs = parse_docstring(function.__doc__)
-        parameters, hints, takes_ctx = _signature_schema(function, param_docs)
-        result = FunctionTool(
-            name=name or function.__name__,
+        if not callable(function):
+            raise ToolSchemaError(f"@tool decorates a function, got {function!r}")
+        tool_name: Any = name if name is not None else getattr(function, "__name__", "")
+        summary, param_docs = parse_docstring(getattr(function, "__doc__", None))
+        try:
+            parameters, hints, takes_ctx = _signature_schema(function, param_docs)
+        except ToolSchemaError as exc:
+            raise named_error(exc, tool_name) from exc
+        return FunctionTool(
+            function,
+            name=tool_name,
             handler=_adapter(function, hints, takes_ctx),
             description=summary if description is None else description,
             parameters=parameters, effect=effect, reads_private_data=reads_private_data,
             sends_out=sends_out, confirmation_required=confirmation_required, display=display,
         )
-        result.fn = function
-        result.__doc__ = function.__doc__
-        return result
 
     return build(fn) if fn is not None else build
 
@@ -107,7 +116,11 @@ def _signature_schema(
     required: list[str] = []
     kept: dict[str, Any] = {}
     ctx_name: str | None = None
-    for param in inspect.signature(function).parameters.values():
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError) as exc:
+        raise ToolSchemaError(f"cannot read the signature of {function!r}: {exc}") from exc
+    for param in signature.parameters.values():
         where = join("/properties", param.name)
         if _is_context(param, hints):
             ctx_name = param.name

@@ -56,6 +56,10 @@ def _is_unicode(text: str) -> bool:
 def parse_display(display: Mapping[str, Any] | None) -> dict[str, DisplaySpec]:
     """Checks a tool's display declaration; ToolSchemaError at
     ``/display/<field>`` for anything wrong."""
+    if display is not None and not isinstance(display, Mapping):
+        raise ToolSchemaError(
+            f"display maps result field names to kinds, got {type(display).__name__}",
+            location="/display")
     specs: dict[str, DisplaySpec] = {}
     for name, decl in (display or {}).items():
         where = join("/display", name)
