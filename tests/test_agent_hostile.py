@@ -186,3 +186,34 @@ def test_a_result_nested_too_deep_fails_the_call_and_the_model_is_told(
     assert outcome.display_fields == ()
     told = agent.messages[3]["content"]
     assert '"code": "invalid_result"' in told and '"location": "/rows/0/0' in told
+
+
+# -- cut-off tool-call tags ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cut", ["<t", "<tool_", "<tool_call"])
+def test_a_turn_that_ends_inside_the_opening_tag_is_a_cut_off_call(
+    stub_model: LoadScript, cut: str
+) -> None:
+    model = stub_model({"turns": [{"text": "Let me check. " + cut}, {"text": "It is 21 C."}]})
+    agent = Agent(model, [lookup()])
+    outcome = agent.run("x")
+    assert outcome.status == "completed" and outcome.text == "It is 21 C."  # not the cut text
+    (call,) = outcome.tool_calls
+    assert call.status == "invalid" and "opening tag" in str(call.error)
+    assert '"code": "output_validation_failed"' in agent.messages[3]["content"]
+
+
+def test_a_cut_opening_tag_after_a_complete_call() -> None:
+    from adil.agent.syntax import split_calls
+
+    text = 'A <tool_call>{"name": "a"}</tool_call> then <tool_c'
+    assert split_calls(text) == ("A ", ['{"name": "a"}', "<tool_c"])
+    assert split_calls("x < y and 1 <") == ("x < y and 1 <", [])  # a lone "<" is text
+    assert split_calls("<b>bold</b>") == ("<b>bold</b>", [])
+
+
+def test_cut_tags_are_only_calls_when_tools_are_offered(stub_model: LoadScript) -> None:
+    model = stub_model({"turns": [{"text": "Ends with <tool_ca"}]})
+    outcome = Agent(model, [lookup()], tool_choice="none").run("x")
+    assert outcome.status == "completed" and outcome.text == "Ends with <tool_ca"

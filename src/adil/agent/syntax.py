@@ -18,6 +18,11 @@ tool's result or error message may hold, and which UTF-8 cannot encode) is
 written as its JSON escape ``\\udXXX`` (:func:`unicode_safe`).
 When a tool is forced (``tool_choice="name"``) the model writes the bare
 JSON object, constrained by a grammar.
+
+A call that was cut off is refused like any invalid call (the model is
+told, and may write it again): one without its closing tag, and a turn that
+ends inside the opening tag (``I will check. <tool_ca``).  Such a turn is
+never returned as the final answer.
 """
 
 from __future__ import annotations
@@ -53,18 +58,34 @@ class ParsedCall:
 
 
 def split_calls(text: str) -> tuple[str, list[str]]:
-    """(text before the first call, [raw call bodies]).  A call without its
-    closing tag (cut by max_tokens) is returned as is, to be refused."""
+    """(text before the first call, [raw call bodies]).  A call cut off (by
+    max_tokens, or a model that stopped) is returned as is, to be refused:
+    one without its closing tag, and a text that ends inside an opening tag
+    (``... <tool_ca``: at least its first two characters) — such a turn is a
+    call that was cut off, never a final answer."""
     head, sep, rest = text.partition(CALL_OPEN)
     bodies: list[str] = []
+    trailing = head  # the text after the last complete call
     while sep:
         body, closed, rest = rest.partition(CALL_CLOSE)
         if not closed:
             bodies.append(CALL_OPEN + body)  # marks it unterminated
-            break
+            return head, bodies
         bodies.append(body)
-        _, sep, rest = rest.partition(CALL_OPEN)
+        trailing, sep, rest = rest.partition(CALL_OPEN)
+    cut = _cut_opening_tag(trailing)
+    if cut:
+        bodies.append(cut)  # a proper prefix of CALL_OPEN marks it
     return head, bodies
+
+
+def _cut_opening_tag(text: str) -> str:
+    """The end of `text` when it is a proper prefix of CALL_OPEN (two
+    characters at least: a lone "<" ends ordinary text too), else ""."""
+    for size in range(len(CALL_OPEN) - 1, 1, -1):
+        if text.endswith(CALL_OPEN[:size]):
+            return CALL_OPEN[:size]
+    return ""
 
 
 def parse_calls(text: str) -> list[ParsedCall]:
@@ -78,6 +99,9 @@ def parse_envelope(body: str) -> ParsedCall:
     if body.startswith(CALL_OPEN):
         return ParsedCall(body, None, None, OutputValidationError(
             "the tool call was cut off before </tool_call> (max_tokens?)"))
+    if body and CALL_OPEN.startswith(body):
+        return ParsedCall(body, None, None, OutputValidationError(
+            f"the tool call was cut off in its opening tag {CALL_OPEN} (max_tokens?)"))
     offset = too_deep_at(body, MAX_DEPTH + 1)  # the envelope is one level
     if offset is not None:
         return ParsedCall(body, None, None, OutputValidationError(
