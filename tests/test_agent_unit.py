@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import adil
-from adil.agent import Agent, DisplayField, Proposal, RunOutcome
+from adil.agent import Agent, DisplayField, Proposal, ProposalView, RunOutcome
 from adil.tools import Tool, ToolContext, tool
 
 # -- a fake model ---------------------------------------------------------------
@@ -319,9 +319,9 @@ def test_a_proposal_belongs_to_its_agent() -> None:
 
 def test_policy_allow_is_recorded_and_is_not_a_confirmation() -> None:
     log: list[Any] = []
-    asked: list[Proposal] = []
+    asked: list[ProposalView] = []
 
-    def policy(p: Proposal) -> str:
+    def policy(p: ProposalView) -> str:
         asked.append(p)
         return "allow"
 
@@ -329,7 +329,7 @@ def test_policy_allow_is_recorded_and_is_not_a_confirmation() -> None:
     agent = Agent(model, [writer(log)], policy=policy)  # type: ignore[arg-type]
     outcome = agent.run("mail bob")
     assert outcome.status == "awaiting_confirmation" and log == []
-    assert outcome.proposal is asked[0]
+    assert outcome.proposal is not None and asked[0].call_id == outcome.proposal.call_id
     assert outcome.proposal.policy_decision == "allow"
     assert outcome.proposal.status == "pending" and outcome.proposal.confirmed_by is None
     assert outcome.tool_calls[0].policy_decision == "allow"
@@ -670,3 +670,57 @@ def test_public_names() -> None:
         assert getattr(adil, name) is getattr(adil.tools, name)
     for name in ("Agent", "AgentHandle", "RunOutcome", "Proposal", "DisplayField", "ToolCall"):
         assert getattr(adil, name) is getattr(adil.agent, name)
+
+
+# -- a policy cannot approve ------------------------------------------------------------
+
+
+def test_a_policy_sees_a_read_only_view_without_approve() -> None:
+    log: list[Any] = []
+    seen: list[Any] = []
+
+    def policy(view: Any) -> str:
+        seen.append(view)
+        assert not isinstance(view, Proposal)
+        assert not hasattr(view, "approve") and not hasattr(view, "reject")
+        assert view.tool == "send" and view.arguments == {"to": "bob"}
+        assert view.effect == "state_changing" and view.sends_out
+        assert view.confirmation_required and not view.reads_private_data
+        view.arguments["to"] = "mallory"  # a copy: changes nothing
+        with pytest.raises(AttributeError):
+            view.tool = "lookup"
+        return "allow"
+
+    model = FakeModel([call("send", to="bob"), "Sent."])
+    agent = Agent(model, [writer(log)], policy=policy)
+    outcome = agent.run("mail bob")
+    assert outcome.status == "awaiting_confirmation" and log == [] and len(seen) == 1
+    assert outcome.proposal is not None and outcome.proposal.arguments == {"to": "bob"}
+    assert outcome.proposal.status == "pending" and outcome.proposal.confirmed_by is None
+
+
+def test_a_policy_that_tries_to_approve_cannot_run_the_tool() -> None:
+    """Whatever the policy reaches for — the view, the agent's pending
+    proposal — nothing lets it approve; the call waits for a person."""
+    log: list[Any] = []
+    box: list[Agent] = []
+
+    def policy(view: Any) -> str:
+        assert box[0].pending_proposal is None  # not visible while the run is active
+        with pytest.raises(AttributeError):
+            view.approve(confirmed_by="policy")
+        return "allow"
+
+    agent = Agent(FakeModel([call("send", to="bob"), "Sent."]), [writer(log)], policy=policy)
+    box.append(agent)
+    outcome = agent.run("mail bob")
+    assert outcome.status == "awaiting_confirmation" and log == []
+
+
+def test_a_proposal_is_decided_only_after_the_run_returned_it() -> None:
+    stray = Proposal(tool="send", arguments={}, call_id="call_x", owner=object())
+    with pytest.raises(adil.InvalidArgumentError, match="not been returned"):
+        stray.approve(confirmed_by="alice")
+    with pytest.raises(adil.InvalidArgumentError, match="not been returned"):
+        stray.reject(reason="no")
+    assert stray.status == "pending"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .agent import Agent, AgentHandle
 from .config import Policy, PolicyDecision, ResultHook
-from .proposal import Proposal
+from .proposal import Proposal, ProposalView
 from .records import DisplayField, RunOutcome, ToolCall
 from .syntax import CALL_CLOSE, CALL_OPEN
 
@@ -18,6 +18,7 @@ __all__ = [
     "Policy",
     "PolicyDecision",
     "Proposal",
+    "ProposalView",
     "ResultHook",
     "RunOutcome",
     "ToolCall",

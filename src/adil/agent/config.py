@@ -10,7 +10,7 @@ from ..errors import InvalidArgumentError, ToolSchemaError
 from ..retry import RetryPolicy
 from ..timeouts import Clock, Timeout
 from ..tools import Tool
-from .proposal import Proposal
+from .proposal import ProposalView
 from .protocol import ModelLike
 from .records import ToolCall
 
@@ -18,7 +18,7 @@ __all__ = ["AgentConfig", "Policy", "PolicyDecision", "ResultHook", "require_tex
            "tools_by_name"]
 
 PolicyDecision = Literal["allow", "deny"] | None
-Policy = Callable[[Proposal], PolicyDecision]
+Policy = Callable[[ProposalView], PolicyDecision]
 ResultHook = Callable[[ToolCall, str], str]
 
 

@@ -208,11 +208,12 @@ class RunLoop:
             proposal = Proposal(tool=tool.name, arguments=call.arguments or {},
                                 call_id=call.call_id, owner=self.owner)
             state.proposal = proposal
-            self._ask_policy(proposal)
+            self._ask_policy(proposal, tool)
         decision = proposal.status
         state.calls[index] = call = replace(call, policy_decision=proposal.policy_decision)
         if decision == "pending":
             state.calls[index] = replace(call, status="awaiting_confirmation")
+            proposal._offer()
             return Ending("awaiting_confirmation", proposal=proposal)
         state.proposal = None
         if decision == "voided":
@@ -224,18 +225,17 @@ class RunLoop:
             return None
         return str(proposal.confirmed_by)
 
-    def _ask_policy(self, proposal: Proposal) -> None:
+    def _ask_policy(self, proposal: Proposal, tool: Tool) -> None:
+        """Asks the policy, which sees a read-only view (it cannot approve)."""
         policy = self.config.policy
         if policy is None:
             return
-        decision = policy(proposal)
+        decision = policy(proposal._view(tool))
         if decision not in ("allow", "deny", None):
             raise InvalidArgumentError(
                 f"a policy answers 'allow', 'deny' or None, got {decision!r}"
             )
         proposal._record_policy(decision)
-        if decision == "deny":
-            proposal.reject(reason="denied by policy")
 
     def _execute(self, index: int, tool: Tool, confirmed_by: str | None) -> Ending | None:
         seg, state = self.seg, self.state

@@ -4,19 +4,45 @@ The SDK never approves a proposal: :meth:`Proposal.approve` is the only code
 that marks one approved (a test checks this over the package source), and
 it needs the id of the person who confirmed.  A policy callback's "allow" is
 recorded in ``policy_decision`` and changes nothing else.
+
+Approval comes only from application code outside the run: the policy
+callback, which runs inside it, gets a :class:`ProposalView` (what the call
+is, with no way to decide it), and a Proposal cannot be approved or
+rejected before the run has returned it (``outcome.proposal``).
+
+Thread rule: a Proposal may be read, approved or rejected from any thread;
+the first decision wins (the others raise), and a cancel that voids it
+wins over an approval that comes later.
 """
 
 from __future__ import annotations
 
 import copy
 import threading
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import CancelledError, InvalidArgumentError
 
-__all__ = ["Proposal", "ProposalStatus"]
+__all__ = ["Proposal", "ProposalStatus", "ProposalView"]
 
 ProposalStatus = Literal["pending", "approved", "rejected", "voided"]
+
+
+@dataclass(frozen=True)
+class ProposalView:
+    """What a policy callback sees of a proposed call: the tool's name, a
+    copy of the arguments, the call id and the tool's registered effect and
+    flags.  Read-only, and with no way to approve or reject: a policy
+    answers "allow" (recorded, not a confirmation) or "deny"."""
+
+    tool: str
+    arguments: dict[str, Any]
+    call_id: str
+    effect: str
+    reads_private_data: bool
+    sends_out: bool
+    confirmation_required: bool
 
 
 class Proposal:
@@ -35,6 +61,7 @@ class Proposal:
         self._rejected: str | None = None  # the reason, once rejected
         self._voided = False
         self._policy_decision: str | None = None
+        self._offered = False  # returned to the application: decisions allowed
 
     # -- what the application reads -------------------------------------
     @property
@@ -64,7 +91,8 @@ class Proposal:
     # -- decisions --------------------------------------------------------
     def approve(self, *, confirmed_by: str) -> None:
         """Approves the call on behalf of the person `confirmed_by` (a
-        non-empty id).  Once only; a voided proposal raises CancelledError."""
+        non-empty id).  Once only; a voided proposal raises CancelledError;
+        before the run returned the proposal, InvalidArgumentError."""
         if not isinstance(confirmed_by, str) or not confirmed_by.strip():
             raise InvalidArgumentError(
                 f"approve() needs the non-empty id of the person who confirmed, got "
@@ -83,6 +111,11 @@ class Proposal:
             self._rejected = reason
 
     def _require_pending(self, verb: str) -> None:
+        if not self._offered:
+            raise InvalidArgumentError(
+                f"cannot {verb}: the proposal {self.call_id} has not been returned to the "
+                "application (only a person decides, after run() returns it)"
+            )
         state = self.status
         if state == "voided":
             raise CancelledError(
@@ -94,8 +127,25 @@ class Proposal:
             )
 
     # -- the agent's side -------------------------------------------------
+    def _view(self, tool: Any) -> ProposalView:
+        """The read-only view a policy callback gets (`tool`: the Tool)."""
+        return ProposalView(
+            tool=self.tool, arguments=copy.deepcopy(self.arguments), call_id=self.call_id,
+            effect=tool.effect, reads_private_data=tool.reads_private_data,
+            sends_out=tool.sends_out, confirmation_required=tool.confirmation_required)
+
     def _record_policy(self, decision: str | None) -> None:
-        self._policy_decision = decision
+        """Records the policy's answer; "deny" rejects the proposal."""
+        with self._lock:
+            self._policy_decision = decision
+            if decision == "deny":
+                self._rejected = "denied by policy"
+
+    def _offer(self) -> None:
+        """The run returns the proposal to the application: from now on a
+        person may approve or reject it."""
+        with self._lock:
+            self._offered = True
 
     def _void(self) -> bool:
         """Voids the proposal of a paused run that was cancelled: decided or
