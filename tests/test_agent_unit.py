@@ -523,9 +523,14 @@ def test_cancel_during_a_tool_discards_its_result_and_the_next_tool_never_starts
     assert second_call.status == "cancelled" and not second_call.started
     assert outcome.display_fields == ()
     assert len(model.prompts) == 1
-    # the conversation stays well formed: the model will hear both were cancelled
+    # the conversation stays well formed: the model hears that the first one
+    # started (its side effect may have happened) and the second never ran
+    told = agent.messages[-1]["content"]
     assert agent.messages[-1]["role"] == "user"
-    assert agent.messages[-1]["content"].count('"code": "cancelled"') == 2
+    assert told.count('"code": "cancelled_after_start"') == 1
+    assert "may have had side effects" in told and "not run" not in told.split("</tool_result>")[0]
+    assert told.count('"code": "cancelled"') == 1
+    assert "not run: the run was cancelled" in told.split("</tool_result>")[1]
     assert agent.run("again").status == "completed"  # the agent is usable again
 
 

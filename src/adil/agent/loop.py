@@ -325,17 +325,35 @@ class RunLoop:
         return len(tokenize(text, add_bos=False, special=False))
 
 
+_RUN_ENDED = {"cancelled": "the run was cancelled", "failed": "the run failed"}
+
+
 def close_turn(conversation: Conversation, state: RunState, reason: str) -> None:
-    """Ends the current turn of a run that stops early: calls that never
-    started are marked cancelled and the model is told, so the conversation
-    stays well formed for the next run."""
+    """Ends the current turn of a run that stops early (`reason`: its status)
+    and tells the model what became of each call left: a call that never
+    started did not run; one that started and was cancelled, or abandoned
+    at the deadline, may have had its side effects, and its result was
+    discarded — the model must not take it for "not run" and repeat a
+    non-idempotent action blindly.  The conversation stays well formed for
+    the next run."""
+    ended = _RUN_ENDED.get(reason, f"the run ended ({reason})")
     for index in state.queue:
         call = state.calls[index]
         if call.status == "invalid":
             payload = _error_of(call.error)
+        elif call.status == "abandoned":
+            payload = error_payload("abandoned", (
+                f"the call started, but {ended} (its total deadline passed) before it "
+                "returned: it was abandoned, and its result will be discarded. It may still "
+                "be running and may have had side effects: check before calling it again."))
+        elif call.started:
+            state.calls[index] = call = replace(call, status="cancelled")
+            payload = error_payload("cancelled_after_start", (
+                f"the call started, then {ended}: its result was discarded. It may have had "
+                "side effects: check before calling it again."))
         else:
             state.calls[index] = call = replace(call, status="cancelled")
-            payload = error_payload(reason, f"not run: the run was {reason}")
+            payload = error_payload(reason, f"not run: {ended}")
         state.results.append(result_block(call.call_id, call.tool or "", payload))
     state.queue.clear()
     if state.proposal is not None:

@@ -20,6 +20,7 @@ CallStatus = Literal[
     "rejected",               # a person or the policy rejected it; it never ran
     "awaiting_confirmation",  # waiting for a person
     "cancelled",              # never started, or started and its result discarded
+    "abandoned",              # started, still running at the total deadline; result discarded
 ]
 
 
