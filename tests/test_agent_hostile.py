@@ -217,3 +217,43 @@ def test_cut_tags_are_only_calls_when_tools_are_offered(stub_model: LoadScript) 
     model = stub_model({"turns": [{"text": "Ends with <tool_ca"}]})
     outcome = Agent(model, [lookup()], tool_choice="none").run("x")
     assert outcome.status == "completed" and outcome.text == "Ends with <tool_ca"
+
+
+# -- a tool that ignores cancellation ---------------------------------------------------------
+
+
+def test_a_tool_that_ignores_cancellation_is_abandoned_at_the_total_deadline(
+    stub_model: LoadScript
+) -> None:
+    import threading
+    import time
+
+    finished = threading.Event()
+
+    def stubborn(arguments: dict[str, Any], ctx: ToolContext) -> Any:
+        time.sleep(1.5)  # never looks at ctx.cancelled()
+        finished.set()
+        return {"secret": 42}
+
+    t = Tool(name="stubborn", handler=stubborn, effect="read_only",
+             display={"secret": "integer"})
+    model = stub_model({"turns": [{"tool_call": {"name": "stubborn", "arguments": {}}},
+                                  {"text": "Next run."}]})
+    agent = Agent(model, [t])
+    started = time.monotonic()
+    outcome = agent.run("x", timeout=adil.Timeout(total=0.3))
+    took = time.monotonic() - started
+    assert took < 0.9, took  # returned at the deadline, not after the 1.5 s handler
+    assert outcome.status == "failed" and isinstance(outcome.error, adil.DeadlineError)
+    assert outcome.error.limit == "total"
+    (call,) = outcome.tool_calls
+    assert call.status == "abandoned" and call.started
+    assert call.result is None and call.delivered is None and outcome.display_fields == ()
+    told = agent.messages[-1]["content"]
+    assert '"code": "abandoned"' in told and "may still be running" in told
+    assert finished.wait(5)  # the handler ends later; its result goes nowhere
+    time.sleep(0.05)
+    later = agent.run("again")
+    assert later.status == "completed" and later.text == "Next run."
+    assert "42" not in "".join(m["content"] for m in agent.messages)
+    assert later.display_fields == () and later.tool_calls == ()

@@ -418,7 +418,13 @@ def test_total_deadline_covers_tool_time(script_model: Callable[[str], adil.Mode
                     timeout=adil.Timeout(total=0.3)).run("x")
     assert time.monotonic() - started < 1.5
     assert outcome.status == "failed" and isinstance(outcome.error, adil.DeadlineError)
-    assert outcome.error.limit == "total" and observed == [True]
+    assert outcome.error.limit == "total"
+    assert outcome.tool_calls[0].status == "abandoned"  # the run did not wait for it
+    for _ in range(2000):  # the handler sees the flag (after the run returned)
+        if observed:
+            break
+        time.sleep(0.001)
+    assert observed == [True]
 
 
 def test_busy_and_not_ready_are_retried(script_model: Callable[[str], adil.Model]) -> None:

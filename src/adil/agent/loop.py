@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import secrets
-import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -40,6 +39,7 @@ from .syntax import (
     split_calls,
     unicode_safe,
 )
+from .worker import HandlerCall
 
 __all__ = ["Ending", "RunLoop", "close_turn"]
 
@@ -238,21 +238,35 @@ class RunLoop:
         proposal._record_policy(decision)
 
     def _execute(self, index: int, tool: Tool, confirmed_by: str | None) -> Ending | None:
+        """Runs one call's handler in a thread of its own and waits for it, at
+        most until the total deadline: past it the call is abandoned (its
+        ctx.cancelled() turns true, its late result is never read) and the
+        run fails with DeadlineError at once.  A cancel is cooperative: the
+        handler sees the flag, the run waits for it (still bounded by the
+        deadline) and discards its result."""
         seg, state = self.seg, self.state
+        seg.deadline.check()  # no tool starts after the total deadline
         call = replace(state.calls[index], started=True, confirmed_by=confirmed_by)
         state.calls[index] = call
         ctx = ToolContext(tool=tool.name, call_id=call.call_id, cancel=seg.token,
                           confirmed_by=confirmed_by, remaining=seg.deadline.remaining)
-        watchdog = _watchdog(seg)
-        error: BaseException | None = None
-        value: Any = None
+        arguments = copy.deepcopy(call.arguments or {})
+        handler = HandlerCall(lambda: tool.invoke(arguments, ctx), tool.name)
         try:
-            value = tool.invoke(copy.deepcopy(call.arguments or {}), ctx)
-        except Exception as exc:  # noqa: BLE001 - a tool's failure is told to the model
-            error = exc
-        finally:
-            if watchdog is not None:
-                watchdog.cancel()
+            finished = handler.wait(seg.deadline.remaining())
+        except BaseException:  # KeyboardInterrupt while waiting: the handler must stop too
+            seg.token.cancel()
+            raise
+        if not finished:
+            seg.deadline_hit = True
+            seg.token.cancel()  # the handler's ctx.cancelled() turns true
+            state.calls[index] = replace(call, status="abandoned")
+            raise DeadlineError(
+                f"total timeout of {seg.timeout.total} s expired while tool {tool.name!r} was "
+                "running: the call was abandoned", limit="total")
+        error, value = handler.error, handler.value
+        if error is not None and not isinstance(error, Exception):
+            raise error  # SystemExit, KeyboardInterrupt, ... from the handler: not a tool failure
         if seg.token.cancelled():  # started, then cancelled: the result is discarded
             state.calls[index] = replace(call, status="cancelled", error=error)
             self._stopped()  # raises DeadlineError when the deadline was the cause
@@ -387,21 +401,3 @@ def _envelope_schema(tool: Tool) -> dict[str, Any]:
         "required": ["name", "arguments"],
         "additionalProperties": False,
     }
-
-
-def _watchdog(seg: Segment) -> threading.Timer | None:
-    """Sets the cancel flag when the total deadline passes during a tool, so
-    the handler's ctx.cancelled() turns true."""
-    left = seg.deadline.remaining()
-    if left is None:
-        return None
-
-    def fire() -> None:
-        seg.deadline_hit = True
-        seg.token.cancel()
-        seg.wake.set()
-
-    timer = threading.Timer(max(left, 0.0), fire)
-    timer.daemon = True
-    timer.start()
-    return timer
