@@ -88,7 +88,7 @@ def context_logits(model: adil.Model, ids: np.ndarray, **params: int) -> np.ndar
     for key, value in params.items():
         setattr(p, key, value)
     out = ffi.new("adil_context **")
-    check(lib, lib.adil_context_new(model._handle, p, out))
+    check(lib, lib.adil_context_new(model._require_open(), p, out))
     try:
         logits = np.empty((len(ids), model.n_vocab), dtype=np.float32)
         tokens = np.ascontiguousarray(ids, dtype=np.int32)

@@ -250,7 +250,7 @@ def test_explicit_stop_tokens_end_the_run(model: adil.Model) -> None:
     params.stop_tokens, params.n_stop_tokens = stops, 1
     run = ffi.new("adil_run **")
     tokens = ffi.new("int32_t[]", [int(t) for t in prompt])
-    check(lib, lib.adil_run_start(model._ensure_context(), tokens, len(prompt), params, run))
+    check(lib, lib.adil_run_start(model._require_context(), tokens, len(prompt), params, run))
     try:
         out, n = ffi.new("int32_t[]", 8), ffi.new("size_t *")
         assert lib.adil_run_step(run[0], out, 8, n) == 0 and n[0] == 0

@@ -12,11 +12,10 @@ alive, and ``Engine.close()`` closes the engine's models first.
 from __future__ import annotations
 
 import json
-import math
 import os
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,16 +25,18 @@ import numpy.typing as npt
 from . import __version__
 from ._binding import ENGINE_LIBRARY as _ENGINE_LIBRARY
 from ._binding import HOST_MAJOR, HOST_MINOR, HOST_NAME, Library, check, ffi, open_library
+from ._validate import c_text, milliseconds, path_bytes, text_bytes, token_ids, uint32
 from .cancel import CancelToken
 from .chat import render_chat
 from .errors import (
     BusyError,
     CapabilityError,
     ComponentRefusedError,
+    ContextLengthError,
     DeadlineError,
     InvalidArgumentError,
 )
-from .generation import Completion, Generation
+from .generation import Completion, Generation, RunSlot
 from .sampling import Sampling
 from .timeouts import Timeout
 
@@ -90,6 +91,7 @@ class Engine:
         self._handle = handle
         self._host = host  # adil_host_info and its strings stay alive with the engine
         self._models: weakref.WeakSet[Model] = weakref.WeakSet()
+        self._lock = threading.Lock()  # load_model vs close
         self.info = EngineInfo(
             library=library.path,
             abi_major=library.abi_major,
@@ -123,17 +125,17 @@ class Engine:
         host = ffi.new("adil_host_info *")
         host.struct_size = ffi.sizeof("adil_host_info")
         host.host_major, host.host_minor = HOST_MAJOR, HOST_MINOR
-        host.host_name = _cstr(HOST_NAME, keep)
-        host.host_version = _cstr(__version__, keep)
+        host.host_name = _cstr("host name", HOST_NAME, keep)
+        host.host_version = _cstr("host version", __version__, keep)
         params = ffi.new("adil_engine_params *")
         lib.lib.adil_engine_default_params(params)
         if threads is not None:
-            params.n_threads = _positive("threads", threads)
+            params.n_threads = uint32("threads", threads, minimum=1)
         if backend is not None:
-            params.backend = _cstr(backend, keep)
+            params.backend = _cstr("backend", backend, keep)
         out = ffi.new("adil_engine **")
         status = lib.lib.adil_engine_open(host, params, out)
-        if status == 9:  # ADIL_STATUS_HOST_REFUSED: name the library too
+        if status == lib.lib.ADIL_STATUS_HOST_REFUSED:  # name the library too
             message = ffi.string(lib.lib.adil_last_error()).decode("utf-8", "replace")
             raise ComponentRefusedError(
                 f"engine library {lib.path} refused this host ({HOST_NAME} {HOST_MAJOR}."
@@ -155,20 +157,25 @@ class Engine:
         context_length: int | None = None,
         use_mmap: bool = True,
     ) -> Model:
-        """Loads a model file (GGUF; a JSON script for the stub)."""
-        handle = self._require_open()
+        """Loads a model file (GGUF; a JSON script for the stub) and makes its
+        context, so a context length the engine refuses fails here."""
+        c_path = path_bytes("path", path)
         lib = self._library.lib
         params = ffi.new("adil_model_params *")
         lib.adil_model_default_params(params)
         if threads is not None:
-            params.n_threads = _positive("threads", threads)
+            params.n_threads = uint32("threads", threads, minimum=1)
+        if context_length is not None:
+            uint32("context_length", context_length, minimum=1)
         params.use_mmap = 1 if use_mmap else 0
-        out = ffi.new("adil_model **")
-        check(lib, lib.adil_model_load(handle, os.fsencode(os.fspath(path)), params, out))
-        # The destructor holds the engine handle, so the engine outlives it.
-        model_handle = ffi.gc(out[0], lambda p, _engine=handle: lib.adil_model_free(p))
-        model = Model(self, model_handle, os.fspath(path), threads, context_length)
-        self._models.add(model)
+        # `out` owns the model from the moment the engine writes it, even if
+        # an exception (Ctrl-C) lands before the Model object exists.
+        with self._lock:
+            engine = self._require_open()
+            out = ffi.gc(ffi.new("adil_model **"), _free_model_slot(lib, engine))
+            check(lib, lib.adil_model_load(engine, c_path, params, out))
+            model = Model(self, out, os.fsdecode(c_path), threads, context_length)
+            self._models.add(model)
         return model
 
     def _require_open(self) -> Any:
@@ -177,12 +184,14 @@ class Engine:
         return self._handle
 
     def close(self) -> None:
-        """Closes the engine's models, then the engine.  Idempotent."""
-        for model in list(self._models):
-            model.close()
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            ffi.release(handle)
+        """Closes the engine's models, then the engine.  Idempotent.
+        BusyError when one of its models still has a generation open."""
+        with self._lock:
+            for model in list(self._models):
+                model.close()
+            handle, self._handle = self._handle, None
+            if handle is not None:
+                ffi.release(handle)
 
     def __enter__(self) -> Engine:
         return self
@@ -197,13 +206,20 @@ class Engine:
 
 class Model:
     """A loaded model with one context (its KV cache is reused across calls
-    that share a prefix).  One generation at a time: another concurrent one
-    gets :class:`BusyError`."""
+    that share a prefix).
+
+    Threads: every method may be called from any thread.  Calls into the
+    engine are serialised on the model (a second thread waits for the
+    first's call to return, a step of a generation at most); one generation
+    at a time: another one started while it is open gets :class:`BusyError`,
+    and so does ``close()``.  After ``close()`` every method raises
+    :class:`InvalidArgumentError`; ``info`` and ``render_chat`` keep working
+    on the copies taken at load."""
 
     def __init__(
         self,
         engine: Engine,
-        handle: Any,
+        handle_slot: Any,
         path: str,
         threads: int | None,
         context_length: int | None,
@@ -211,33 +227,31 @@ class Model:
         self.engine = engine
         self._library = engine.library
         self._lib = engine.library.lib
-        self._handle: Any = handle
+        # Held across every engine call on the model or its context; reentrant
+        # so a destructor that runs inside a call (GC) cannot deadlock.
+        self._calls = threading.RLock()
+        self._slot: Any = handle_slot  # adil_model **, freed by its destructor
         self._context: Any = None
-        self._context_length = context_length
-        self._threads = threads
-        self._busy = threading.Lock()  # guards the context between calls
+        self._generation: weakref.ref[Generation] | None = None
         self._pieces: dict[int, bytes] = {}
-        self._info_raw = self._read_info()
         self.path = path
+        self._context = self._new_context(threads, context_length)
+        self._info = self._read_info()
 
     # -- information ----------------------------------------------------
-    def _read_info(self) -> Any:
+    def _read_info(self) -> ModelInfo:
         raw = ffi.new("adil_model_info *")
         raw.struct_size = ffi.sizeof("adil_model_info")
-        check(self._lib, self._lib.adil_model_get_info(self._require_open(), raw))
-        return raw
-
-    @property
-    def info(self) -> ModelInfo:
-        raw = self._info_raw
-        ctx = self._ensure_context()
+        with self._calls:
+            check(self._lib, self._lib.adil_model_get_info(self._require_open(), raw))
+            n_ctx = int(self._lib.adil_context_size(self._context))
         return ModelInfo(
             path=self.path,
             architecture=_str(raw.architecture),
             name=_str(raw.name),
             chat_template=_str(raw.chat_template) or None,
             n_vocab=raw.n_vocab,
-            context_length=int(self._lib.adil_context_size(ctx)),
+            context_length=n_ctx,
             n_ctx_train=raw.n_ctx_train,
             bos_token=raw.bos_token if raw.bos_token >= 0 else None,
             eos_token=raw.eos_token if raw.eos_token >= 0 else None,
@@ -249,12 +263,18 @@ class Model:
         )
 
     @property
+    def info(self) -> ModelInfo:
+        """What the model is (read once at load)."""
+        return self._info
+
+    @property
     def n_vocab(self) -> int:
-        return int(self._info_raw.n_vocab)
+        return self._info.n_vocab
 
     def ready(self) -> bool:
         """True when the model can serve a generation now."""
-        return bool(self._lib.adil_model_ready(self._require_open()) == 0)
+        with self._calls:
+            return bool(self._lib.adil_model_ready(self._require_open()) == 0)
 
     # -- tokens ---------------------------------------------------------
     def tokenize(
@@ -263,65 +283,74 @@ class Model:
         """Token ids of `text` (str, or raw bytes even if not valid UTF-8).
         Defaults as llama.cpp's: BOS when the model asks for it, special
         tokens such as ``<start_of_turn>`` parsed."""
-        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        data = text_bytes("text", text)
         bos = -1 if add_bos is None else int(bool(add_bos))
         n = ffi.new("size_t *")
         capacity = len(data) + 8
         while True:
             ids = np.empty(capacity, dtype=np.int32)
-            check(self._lib, self._lib.adil_tokenize(
-                self._require_open(), data, len(data), bos, int(special),
-                ffi.cast("int32_t *", ids.ctypes.data), capacity, n))
+            with self._calls:
+                check(self._lib, self._lib.adil_tokenize(
+                    self._require_open(), data, len(data), bos, int(bool(special)),
+                    ffi.cast("int32_t *", ids.ctypes.data), capacity, n))
             if n[0] <= capacity:
                 return ids[: n[0]].copy()
             capacity = int(n[0])
 
     def token_bytes(self, token: int, special: bool = False) -> bytes:
         """The bytes of one token (may be part of a UTF-8 character)."""
+        token = uint32("token", token, maximum=2**31 - 1)
         key = token if not special else ~token
         cached = self._pieces.get(key)
         if cached is not None:
             return cached
         n = ffi.new("size_t *")
         buf = ffi.new("char[]", 64)
-        check(self._lib, self._lib.adil_token_to_piece(
-            self._require_open(), token, int(special), buf, 64, n))
-        if n[0] > 64:
-            buf = ffi.new("char[]", n[0])
+        with self._calls:
             check(self._lib, self._lib.adil_token_to_piece(
-                self._require_open(), token, int(special), buf, n[0], n))
+                self._require_open(), token, int(special), buf, 64, n))
+            if n[0] > 64:
+                buf = ffi.new("char[]", n[0])
+                check(self._lib, self._lib.adil_token_to_piece(
+                    self._require_open(), token, int(special), buf, n[0], n))
         piece = bytes(ffi.buffer(buf, n[0]))
         self._pieces[key] = piece
         return piece
 
     def detokenize(self, ids: Sequence[int] | npt.NDArray[np.int32], special: bool = False) -> str:
         """Text of token ids (invalid UTF-8 replaced)."""
-        return b"".join(self.token_bytes(int(t), special) for t in ids).decode("utf-8", "replace")
+        tokens = token_ids("ids", ids)
+        return b"".join(self.token_bytes(int(t), special) for t in tokens).decode(
+            "utf-8", "replace")
 
     def render_chat(
         self, messages: Sequence[dict[str, str]], add_generation_prompt: bool = True
     ) -> str:
         """The prompt for `messages`, from the model's chat template."""
-        info = self._info_raw
+        info = self._info
         return render_chat(
-            _str(info.chat_template) or None,
+            info.chat_template,
             messages,
             add_generation_prompt=add_generation_prompt,
             bos_token=self._special_text(info.bos_token),
             eos_token=self._special_text(info.eos_token),
         )
 
-    def _special_text(self, token: int) -> str:
-        return self.detokenize([token], special=True) if token >= 0 else ""
+    def _special_text(self, token: int | None) -> str:
+        return self.detokenize([token], special=True) if token is not None else ""
 
     # -- evaluation -----------------------------------------------------
     def logits(self, ids: Sequence[int] | npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
         """Teacher-forced logits, one row per position: (len(ids), n_vocab)."""
-        tokens = np.ascontiguousarray(ids, dtype=np.int32)
+        tokens = token_ids("ids", ids)
+        if len(tokens) > self._info.context_length:  # before allocating the rows
+            raise ContextLengthError(
+                f"{len(tokens)} tokens exceed the context window of "
+                f"{self._info.context_length} tokens")
         out = np.empty((len(tokens), self.n_vocab), dtype=np.float32)
-        with self._exclusive():
+        with self._calls:
             check(self._lib, self._lib.adil_context_logits(
-                self._ensure_context(), ffi.cast("int32_t *", tokens.ctypes.data), len(tokens),
+                self._require_context(), ffi.cast("int32_t *", tokens.ctypes.data), len(tokens),
                 ffi.cast("float *", out.ctypes.data), out.size))
         return out
 
@@ -338,7 +367,7 @@ class Model:
         schema: dict[str, Any] | None = None,
         timeout: Timeout | None = None,
         cancel: CancelToken | None = None,
-        stop: Sequence[str] = (),
+        stop: str | Sequence[str] = (),
         n: int = 1,
         images: Sequence[Any] | None = None,
         ignore_eos: bool = False,
@@ -346,31 +375,35 @@ class Model:
         """Starts a generation and returns its stream of pieces.
 
         Raises BusyError, ModelNotReadyError, ContextLengthError,
-        CapabilityError (n != 1, images, schema without grammar support) at
-        once; DeadlineError (``limit`` read or total) while streaming.
-        ``ignore_eos`` keeps generating past end-of-text (benchmarks)."""
+        CapabilityError (n != 1, images, schema without grammar support),
+        InvalidArgumentError at once; DeadlineError (``limit`` read or
+        total) while streaming.  ``ignore_eos`` keeps generating past
+        end-of-text (benchmarks).  Ctrl-C while it runs cancels the run
+        within a layer's time (prefill included) and raises
+        KeyboardInterrupt; the model stays usable."""
         if n != 1:
             raise CapabilityError(f"this engine produces one choice per request; n={n} asked")
         if images:
             raise CapabilityError("this engine and model cannot take images")
-        if max_tokens < 0:
-            raise InvalidArgumentError(f"max_tokens must be >= 0, got {max_tokens}")
+        max_tokens = uint32("max_tokens", max_tokens)
+        stops = _stop_strings(stop)
+        if sampling is not None and not isinstance(sampling, Sampling):
+            raise InvalidArgumentError(f"sampling must be an adil.Sampling, got {sampling!r}")
+        if timeout is not None and not isinstance(timeout, Timeout):
+            raise InvalidArgumentError(f"timeout must be an adil.Timeout, got {timeout!r}")
+        if schema is not None and not isinstance(schema, dict):
+            raise InvalidArgumentError(f"schema must be a dict, got {type(schema).__name__}")
+        if cancel is not None and (not isinstance(cancel, CancelToken)
+                                   or cancel.library is not self._library):
+            raise InvalidArgumentError("cancel must be a CancelToken of this model's engine")
         timeout = timeout or Timeout()
         if timeout.total is not None and timeout.total <= 0:
             raise DeadlineError("total timeout expired before the generation started",
                                 limit="total")
-        ids = self.tokenize(prompt) if isinstance(prompt, str) else np.ascontiguousarray(
-            prompt, dtype=np.int32)
-        if cancel is not None and cancel.library is not self._library:
-            raise InvalidArgumentError("the cancel token belongs to another engine")
-        if not self._busy.acquire(blocking=False):
-            raise BusyError("the model already serves a generation (one at a time)")
-        try:
-            return self._start(ids, max_tokens, sampling or Sampling(), schema, timeout, cancel,
-                               stop, ignore_eos)
-        except BaseException:
-            self._busy.release()
-            raise
+        ids = self.tokenize(prompt) if isinstance(prompt, (str, bytes)) else token_ids(
+            "prompt", prompt)
+        return self._start(ids, max_tokens, sampling or Sampling(), schema, timeout, cancel,
+                           stops, ignore_eos)
 
     def _start(
         self,
@@ -380,7 +413,7 @@ class Model:
         schema: dict[str, Any] | None,
         timeout: Timeout,
         cancel: CancelToken | None,
-        stop: Sequence[str],
+        stop: tuple[str, ...],
         ignore_eos: bool,
     ) -> Generation:
         lib = self._lib
@@ -397,20 +430,33 @@ class Model:
         if cancel is not None:
             params.cancel_flag = cancel.handle
             keep.append(cancel)
-        params.total_timeout_ms = _ms(timeout.total)
-        params.read_timeout_ms = _ms(timeout.read)
-        params.ignore_eos = int(ignore_eos)
-        out = ffi.new("adil_run **")
-        prompt = ffi.cast("int32_t *", ids.ctypes.data)
-        check(lib, lib.adil_run_start(self._ensure_context(), prompt, len(ids), params, out))
-        run = ffi.gc(out[0], lib.adil_run_free)
+        params.total_timeout_ms = milliseconds("timeout.total", timeout.total)
+        params.read_timeout_ms = milliseconds("timeout.read", timeout.read)
+        params.ignore_eos = int(bool(ignore_eos))
         keep.append(params)
-        return Generation(self._library, run, self.token_bytes, stop, keep, self._busy.release)
+        # The slot owns the run from the moment the engine writes it (see
+        # generation.RunSlot): a Ctrl-C at any point cannot leak it.
+        with self._calls:
+            slot = RunSlot(lib, self._calls, [*keep, self._require_context()])
+            current = self._generation() if self._generation is not None else None
+            if current is not None and current.is_open:
+                raise BusyError("the model already serves a generation (one at a time)")
+            check(lib, lib.adil_run_start(
+                self._require_context(), ffi.cast("int32_t *", ids.ctypes.data), len(ids),
+                params, slot.out))
+            generation = Generation(self, slot, self.token_bytes, stop)
+            self._generation = weakref.ref(generation)
+        return generation
 
     def _compile_grammar(self, schema: dict[str, Any]) -> Any:
-        text = json.dumps(schema).encode("utf-8")
+        try:
+            text = json.dumps(schema, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise InvalidArgumentError(f"schema is not JSON: {exc}") from exc
         out = ffi.new("adil_grammar **")
-        check(self._lib, self._lib.adil_grammar_compile(self._require_open(), text, len(text), out))
+        with self._calls:
+            check(self._lib, self._lib.adil_grammar_compile(
+                self._require_open(), text, len(text), out))
         return ffi.gc(out[0], self._lib.adil_grammar_free)
 
     def complete(
@@ -425,43 +471,43 @@ class Model:
 
     # -- lifetime -------------------------------------------------------
     def _require_open(self) -> Any:
-        if self._handle is None:
+        handle = self._slot[0] if self._slot is not None else ffi.NULL
+        if handle == ffi.NULL:
             raise InvalidArgumentError("the model is closed")
-        return self._handle
+        return handle
 
-    def _ensure_context(self) -> Any:
-        if self._context is None:
-            params = ffi.new("adil_context_params *")
-            self._lib.adil_context_default_params(params)
-            if self._context_length is not None:
-                params.n_ctx = _positive("context_length", self._context_length)
-            if self._threads is not None:
-                params.n_threads = self._threads
-            out = ffi.new("adil_context **")
-            model = self._require_open()
-            check(self._lib, self._lib.adil_context_new(model, params, out))
-            lib = self._lib
-            self._context = ffi.gc(out[0], lambda p, _model=model: lib.adil_context_free(p))
+    def _require_context(self) -> Any:
+        self._require_open()
         return self._context
 
-    def _exclusive(self) -> _Exclusive:
-        return _Exclusive(self._busy)
+    def _new_context(self, threads: int | None, context_length: int | None) -> Any:
+        params = ffi.new("adil_context_params *")
+        self._lib.adil_context_default_params(params)
+        if context_length is not None:
+            params.n_ctx = context_length
+        if threads is not None:
+            params.n_threads = threads
+        out = ffi.new("adil_context **")
+        lib = self._lib
+        with self._calls:
+            check(lib, lib.adil_context_new(self._require_open(), params, out))
+            # The destructor holds the model's slot: the model outlives it.
+            return ffi.gc(out[0], lambda p, _model=self._slot: lib.adil_context_free(p))
 
     def close(self) -> None:
         """Frees the context and the model.  Idempotent.  A generation still
-        streaming must be closed first (else BusyError)."""
-        if self._handle is None:
-            return
-        if not self._busy.acquire(blocking=False):
-            raise BusyError("close the model's running generation first")
-        try:
+        open must be closed first (else BusyError); a call of another thread
+        in progress (tokenize, a step) is waited for."""
+        with self._calls:
+            current = self._generation() if self._generation is not None else None
+            if current is not None and current.is_open:
+                raise BusyError("close the model's running generation first")
             context, self._context = self._context, None
             if context is not None:
                 ffi.release(context)
-            handle, self._handle = self._handle, None
-            ffi.release(handle)
-        finally:
-            self._busy.release()
+            slot, self._slot = self._slot, None
+            if slot is not None:
+                ffi.release(slot)
 
     def __enter__(self) -> Model:
         return self
@@ -473,38 +519,31 @@ class Model:
         return f"<adil.Model {self.path!r}>"
 
 
-class _Exclusive:
-    """A non-blocking hold of the model: BusyError when it is taken."""
+def _free_model_slot(lib: Any, engine_handle: Any) -> Callable[[Any], None]:
+    """The destructor of a model slot; it holds the engine handle, so the
+    engine outlives the model."""
 
-    def __init__(self, lock: threading.Lock) -> None:
-        self._lock = lock
+    def free(slot: Any, _engine: Any = engine_handle) -> None:
+        handle = slot[0]
+        slot[0] = ffi.NULL
+        if handle != ffi.NULL:
+            lib.adil_model_free(handle)
 
-    def __enter__(self) -> None:
-        if not self._lock.acquire(blocking=False):
-            raise BusyError("the model already serves a generation (one at a time)")
-
-    def __exit__(self, *exc: object) -> None:
-        self._lock.release()
+    return free
 
 
-def _cstr(text: str, keep: list[Any]) -> Any:
-    value = ffi.new("char[]", text.encode("utf-8"))
+def _stop_strings(stop: str | Sequence[str]) -> tuple[str, ...]:
+    stops = (stop,) if isinstance(stop, str) else stop
+    if not all(isinstance(s, str) for s in stops):
+        raise InvalidArgumentError(f"stop must be a str or a sequence of str, got {stop!r}")
+    return tuple(stops)
+
+
+def _cstr(name: str, text: str, keep: list[Any]) -> Any:
+    value = ffi.new("char[]", c_text(name, text))
     keep.append(value)
     return value
 
 
 def _str(ptr: Any) -> str:
     return "" if ptr == ffi.NULL else ffi.string(ptr).decode("utf-8", "replace")
-
-
-def _positive(name: str, value: int) -> int:
-    if not isinstance(value, int) or value <= 0:
-        raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
-    return value
-
-
-def _ms(seconds: float | None) -> int:
-    """Seconds as whole milliseconds for the engine (0 = no limit)."""
-    if seconds is None:
-        return 0
-    return max(1, min(2**32 - 1, math.ceil(seconds * 1000)))

@@ -10,15 +10,20 @@ run as soon as it ends so the model can serve the next one.
 from __future__ import annotations
 
 import codecs
+import functools
+import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._binding import Library, check, ffi
-from .errors import AdilError
+from ._binding import check, ffi
+from .errors import AdilError, BusyError
 
-__all__ = ["Completion", "Generation", "Piece", "Stats"]
+if TYPE_CHECKING:
+    from .engine import Model
+
+__all__ = ["Completion", "Generation", "Piece", "RunSlot", "Stats"]
 
 STEP_CAPACITY = 64
 _STOP_REASONS = {
@@ -71,33 +76,80 @@ class Completion:
     cancel_acknowledged: bool = False
 
 
+class RunSlot:
+    """Owns one engine run.
+
+    ``out`` is the ``adil_run **`` that ``adil_run_start`` writes into; it is
+    owned by Python from before the call, so the run is freed exactly once —
+    by :meth:`free` or, if an exception (Ctrl-C) lands anywhere in between,
+    by the garbage collector — and the model's one-run slot is never lost.
+    Freeing holds the model's call lock (a step in progress finishes first)
+    and the cancel lock (a cancel from another thread never sees a freed
+    run).  ``keepalive`` (params, grammar, cancel flag, the context) lives
+    until the run is freed."""
+
+    def __init__(self, lib: Any, calls: threading.RLock, keepalive: Sequence[Any]) -> None:
+        self._lib = lib
+        self._cancel_lock = threading.Lock()
+        self._free = functools.partial(_free_run, lib, calls, self._cancel_lock, tuple(keepalive))
+        self.out = ffi.gc(ffi.new("adil_run **"), self._free)
+
+    @property
+    def run(self) -> Any:
+        """The run, or NULL once freed."""
+        return self.out[0]
+
+    def cancel(self) -> None:
+        """Sets the run's cancelled flag (any thread; no-op once freed)."""
+        with self._cancel_lock:
+            run = self.out[0]
+            if run != ffi.NULL:
+                self._lib.adil_run_cancel(run)
+
+    def free(self) -> None:
+        """Frees the run now (idempotent)."""
+        self._free(self.out)
+
+
+def _free_run(lib: Any, calls: threading.RLock, cancel_lock: threading.Lock,
+              keepalive: tuple[Any, ...], out: Any) -> None:
+    del keepalive  # held by this partial until the run is gone
+    with calls, cancel_lock:
+        run = out[0]
+        out[0] = ffi.NULL  # no signal check between this store and the free
+        if run != ffi.NULL:
+            lib.adil_run_free(run)
+
+
 class Generation(Iterator[Piece]):
     """An iterator of :class:`Piece`; after it ends, ``text``, ``tokens``,
     ``stop_reason``, ``stats`` and ``cancel_acknowledged`` describe it.
 
     Stop reasons: ``end_of_text``, ``max_tokens``, ``stop_sequence``,
     ``cancelled``.  An expired deadline raises :class:`DeadlineError` after
-    the pieces produced before it."""
+    the pieces produced before it.
+
+    Threads: one thread reads it at a time (another gets BusyError);
+    ``cancel()`` and ``close()`` may come from any thread — ``close()``
+    cancels, waits for a step in progress, then frees the run."""
 
     def __init__(
         self,
-        library: Library,
-        run: Any,
+        model: Model,
+        slot: RunSlot,
         token_bytes: Callable[[int], bytes],
         stop: Sequence[str],
-        keepalive: Sequence[Any],
-        on_close: Callable[[], None],
     ) -> None:
-        self._lib = library.lib
-        self._run = run
+        self._lib = model._lib
+        self._calls = model._calls
+        self._slot = slot
         self._token_bytes = token_bytes
         self._stop = tuple(s for s in stop if s)
-        self._keepalive = keepalive  # params, grammar, cancel flag: alive while the run is
-        self._on_close = on_close
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._buffer = ffi.new("int32_t[]", STEP_CAPACITY)
         self._n_out = ffi.new("size_t *")
-        self._lock = threading.Lock()  # close() vs cancel() from another thread
+        self._reading = threading.Lock()  # one reader at a time
+        self._stepped = False  # the first step (the prefill) has run
         self._held = ""  # text held back: it may be the start of a stop string
         self._pending_error: AdilError | None = None
         self.text = ""
@@ -106,23 +158,53 @@ class Generation(Iterator[Piece]):
         self.cancel_acknowledged = False
         self.stats = Stats()
 
+    @property
+    def is_open(self) -> bool:
+        """True until the run is freed (finished, closed or collected)."""
+        return bool(self._slot.run != ffi.NULL)
+
     # -- iteration ------------------------------------------------------
     def __iter__(self) -> Generation:
         return self
 
     def __next__(self) -> Piece:
-        while True:
-            if self._pending_error is not None:
-                error, self._pending_error = self._pending_error, None
-                raise error
-            if self._run is None:
-                raise StopIteration
-            piece = self._step()
-            if piece is not None:
-                return piece
+        if not self._reading.acquire(blocking=False):
+            raise BusyError("another thread is reading this generation")
+        try:
+            while True:
+                if self._pending_error is not None:
+                    error, self._pending_error = self._pending_error, None
+                    raise error
+                if not self.is_open:
+                    raise StopIteration
+                piece = self._step()
+                if piece is not None:
+                    return piece
+        finally:
+            self._reading.release()
 
     def _step(self) -> Piece | None:
-        status = self._lib.adil_run_step(self._run, self._buffer, STEP_CAPACITY, self._n_out)
+        with self._calls:
+            run = self._slot.run
+            if run == ffi.NULL:  # closed by another thread meanwhile
+                return None
+            status, interrupted = self._call_step(run)
+            piece = self._take(status)
+        if interrupted is not None:
+            interrupted()
+        return piece
+
+    def _call_step(self, run: Any) -> tuple[int, Callable[[], None] | None]:
+        """One adil_run_step.  The first step (it holds the prefill, seconds
+        for a long prompt) runs on a helper thread while the main thread
+        waits, so Ctrl-C cancels the run at once instead of when the C call
+        returns; the interrupt is delivered once the step is taken."""
+        first, self._stepped = not self._stepped, True
+        if first and _sigint_is_python_handled():
+            return _step_interruptibly(self._lib, run, self._buffer, self._n_out)
+        return self._lib.adil_run_step(run, self._buffer, STEP_CAPACITY, self._n_out), None
+
+    def _take(self, status: int) -> Piece | None:
         tokens = tuple(int(t) for t in self._buffer[0 : self._n_out[0]])
         self.tokens += tokens
         text = self._decoder.decode(b"".join(self._token_bytes(t) for t in tokens))
@@ -154,7 +236,7 @@ class Generation(Iterator[Piece]):
     def _finish(self, status: int, stopped_by_string: bool) -> None:
         raw = ffi.new("adil_run_stats *")
         raw.struct_size = ffi.sizeof("adil_run_stats")
-        check(self._lib, self._lib.adil_run_get_stats(self._run, raw))
+        check(self._lib, self._lib.adil_run_get_stats(self._slot.run, raw))
         self.stats = Stats(
             n_prompt_tokens=raw.n_prompt_tokens,
             n_cached_tokens=raw.n_cached_tokens,
@@ -165,7 +247,7 @@ class Generation(Iterator[Piece]):
         self.cancel_acknowledged = bool(raw.cancel_acknowledged)
         self.stop_reason = "stop_sequence" if stopped_by_string else _STOP_REASONS.get(
             raw.stop_reason, "error")
-        self.close()
+        self._slot.free()
         if status not in (0, 1):  # ADIL_STATUS_CANCELLED ends the run, it is no error
             try:
                 check(self._lib, status, stop_reason=raw.stop_reason)
@@ -174,23 +256,25 @@ class Generation(Iterator[Piece]):
 
     # -- lifetime -------------------------------------------------------
     def close(self) -> None:
-        """Frees the run (cancelling it if still going).  Idempotent."""
-        with self._lock:
-            run, self._run = self._run, None
-        if run is not None:
-            ffi.release(run)
-            self._keepalive = ()
-            self._on_close()
+        """Frees the run, cancelling it if still going.  Idempotent; any
+        thread (a step in progress elsewhere stops within a layer's time
+        and is waited for)."""
+        self._slot.cancel()
+        self._slot.free()
+        if self.stop_reason == "running":
+            self.stop_reason = "cancelled"
 
     def __del__(self) -> None:
-        # An abandoned stream must not leave its model busy for ever.
-        self.close()
+        # An abandoned stream must not leave its model busy for ever (the
+        # slot's own destructor would free the run too, a little later).
+        slot = getattr(self, "_slot", None)
+        if slot is not None:
+            slot.free()
 
     def cancel(self) -> None:
-        """Asks the run to stop before its next token (any thread)."""
-        with self._lock:
-            if self._run is not None:
-                self._lib.adil_run_cancel(self._run)
+        """Asks the run to stop before its next token, or within a layer of a
+        prefill (any thread)."""
+        self._slot.cancel()
 
     def __enter__(self) -> Generation:
         return self
@@ -205,3 +289,48 @@ class Generation(Iterator[Piece]):
         return Completion(self.text, self.tokens, self.stop_reason, self.stats,
                           self.cancel_acknowledged)
 
+
+def _sigint_is_python_handled() -> bool:
+    """True on the main thread when SIGINT runs a Python handler (the
+    default raises KeyboardInterrupt)."""
+    return (threading.current_thread() is threading.main_thread()
+            and callable(signal.getsignal(signal.SIGINT)))
+
+
+def _step_interruptibly(lib: Any, run: Any, buffer: Any,
+                        n_out: Any) -> tuple[int, Callable[[], None] | None]:
+    """adil_run_step on a helper thread; SIGINT meanwhile cancels the run.
+    Returns the status and, if SIGINT came, a function that hands it to the
+    handler that was installed before (KeyboardInterrupt by default)."""
+    status: list[int] = []
+    frames: list[Any] = []
+    errors: list[BaseException] = []
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        frames.append(frame)
+        lib.adil_run_cancel(run)
+
+    worker = threading.Thread(
+        target=lambda: status.append(lib.adil_run_step(run, buffer, STEP_CAPACITY, n_out)),
+        name="adil-step", daemon=True)
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        worker.start()
+        while worker.is_alive():  # the run must not be freed while the step runs
+            try:
+                worker.join()
+            except BaseException as exc:  # noqa: BLE001 - another signal's handler raised
+                errors.append(exc)
+                lib.adil_run_cancel(run)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if errors:
+        raise errors[0]
+    if not frames:
+        return status[0], None
+
+    def deliver() -> None:
+        if callable(previous):
+            previous(signal.SIGINT, frames[0])
+
+    return status[0], deliver
