@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from gguf import GGMLQuantizationType as T
 from make_tiny_models import model_path, write_tiny_model
 
 import adil
+from adil.bench import run_bench
 
 GREEDY = adil.Sampling(temperature=0.0)
 
@@ -60,3 +62,19 @@ def test_bench_json_report(tiny: Path) -> None:
         assert report[key] > 0, key
     assert report["threads"] == 1 and report["gen_tokens"] == 8
     assert set(report["prefill"]) == {"median", "min", "max"}
+
+
+@pytest.mark.parametrize("sizes", [{"prompt_tokens": 0}, {"prompt_tokens": -5}, {"gen_tokens": 1},
+                                   {"repetitions": 0}, {"repetitions": 1.5}])
+def test_run_bench_refuses_sizes_it_cannot_measure(tiny: Path, sizes: dict[str, Any]) -> None:
+    with pytest.raises(adil.InvalidArgumentError):
+        run_bench(str(tiny), threads=1, **sizes)
+
+
+def test_bench_reports_the_threads_that_run(tiny: Path) -> None:
+    # The engine caps its thread count; the report (and the bandwidth
+    # measurement) use what runs, not what was asked.
+    with adil.Engine.open() as engine, engine.load_model(tiny, threads=100_000) as model:
+        runs = model.info.threads
+    result = run_bench(str(tiny), threads=100_000, prompt_tokens=4, gen_tokens=2, repetitions=1)
+    assert result.threads == runs < 100_000

@@ -17,9 +17,14 @@ from typing import Any
 import numpy as np
 
 from .engine import Engine, Model
+from .errors import InvalidArgumentError
 from .sampling import Sampling
 
-__all__ = ["BenchResult", "measure_read_bandwidth", "run_bench"]
+__all__ = ["MIN_GEN_TOKENS", "MIN_PROMPT_TOKENS", "BenchResult", "measure_read_bandwidth",
+           "run_bench"]
+
+MIN_PROMPT_TOKENS = 1
+MIN_GEN_TOKENS = 2  # the first generated token comes out of the prefill; decode starts after it
 
 _GREEDY = Sampling(temperature=0.0, seed=0)
 
@@ -114,32 +119,42 @@ def run_bench(
     repetitions: int = 5,
     library: str | None = None,
 ) -> BenchResult:
-    engine = Engine.open(library=library, threads=threads)
+    """Runs the prefill test (`prompt_tokens` >= MIN_PROMPT_TOKENS) and the
+    decode test (`gen_tokens` >= MIN_GEN_TOKENS) `repetitions` (>= 1) times
+    each; InvalidArgumentError for sizes below those."""
+    for name, value, minimum in (("prompt_tokens", prompt_tokens, MIN_PROMPT_TOKENS),
+                                 ("gen_tokens", gen_tokens, MIN_GEN_TOKENS),
+                                 ("repetitions", repetitions, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise InvalidArgumentError(f"{name} must be an integer >= {minimum}, got {value!r}")
     need = max(prompt_tokens, gen_tokens + 1) + 8
-    model = engine.load_model(model_path, threads=threads, context_length=need)
-    prefill, decode = Series(), Series()
-    prompt = _prompt(model, prompt_tokens)
-    bos = prompt[:1]
-    for _ in range(repetitions):
-        if prompt_tokens:
+    with Engine.open(library=library, threads=threads) as engine, \
+            engine.load_model(model_path, threads=threads, context_length=need) as model:
+        threads = model.info.threads  # what runs: the engine may use fewer than asked
+        prefill, decode = Series(), Series()
+        prompt = _prompt(model, prompt_tokens)
+        bos = prompt[:1]
+        for _ in range(repetitions):
             # A fresh, different first token defeats the KV prefix cache.
             model.complete(bos, max_tokens=1, sampling=_GREEDY)
             done = model.complete(prompt, max_tokens=1, sampling=_GREEDY)
             prefill.values.append(done.stats.prefill_tokens_per_s)
-        if gen_tokens:
-            done = model.complete(bos, max_tokens=gen_tokens, sampling=_GREEDY, ignore_eos=True)
+            done = model.complete(bos, max_tokens=gen_tokens, sampling=_GREEDY,
+                                  ignore_eos=True)
             decode.values.append(done.stats.decode_tokens_per_s)
-    info = model.info
+        engine_name = f"{engine.info.engine_name} {engine.info.engine_version}"
+        cpu_features, kernels = engine.info.cpu_features, engine.info.kernels
+        weight_bytes = model.info.size_bytes
     return BenchResult(
         model=model_path,
-        engine=f"{engine.info.engine_name} {engine.info.engine_version}",
+        engine=engine_name,
         threads=threads,
         prompt_tokens=prompt_tokens,
         gen_tokens=gen_tokens,
         repetitions=repetitions,
-        cpu_features=engine.info.cpu_features,
-        kernels=engine.info.kernels,
-        weight_bytes=info.size_bytes,
+        cpu_features=cpu_features,
+        kernels=kernels,
+        weight_bytes=weight_bytes,
         prefill=prefill,
         decode=decode,
         read_bandwidth_gb_per_s=measure_read_bandwidth(threads),
