@@ -1,16 +1,35 @@
-"""`adil info` reports the component set."""
+"""The ``adil`` command line: `adil info` reports the component set; every
+option refuses a bad value with argparse's usage error (exit 2); an SDK
+error is one line (exit 2), Ctrl-C exits 130, never a traceback."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+from gguf import GGMLQuantizationType as T
+from make_tiny_models import model_path, write_tiny_model
 
 import adil
+import adil.cli
+from adil.cli import main
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "adil", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "adil", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = model_path(tmp_path_factory.mktemp("cli"), "gemma3", T.Q8_0)
+    write_tiny_model(path, "gemma3", T.Q8_0)
+    return path
 
 
 def test_info_json_on_the_bundled_engine() -> None:
@@ -36,3 +55,121 @@ def test_info_refusal_is_a_clean_error() -> None:
     result = run_cli("info", "--library", "/nonexistent/libx.so")
     assert result.returncode == 2
     assert "library_refused" in result.stderr and "Traceback" not in result.stderr
+
+
+# -- option values ----------------------------------------------------------
+
+GENERATE = ["generate", "--model", "m.gguf", "hi"]
+BENCH = ["bench", "--model", "m.gguf"]
+BAD_VALUES = [
+    (GENERATE, "--temperature", "-1"),
+    (GENERATE, "--temperature", "nan"),
+    (GENERATE, "--temperature", "inf"),
+    (GENERATE, "--temperature", "warm"),
+    (GENERATE, "--max-tokens", "0"),  # not "until the context is full"
+    (GENERATE, "--max-tokens", "-3"),
+    (GENERATE, "--max-tokens", "1.5"),
+    (GENERATE, "--seed", "-1"),
+    (GENERATE, "--seed", str(2**64)),
+    (GENERATE, "--threads", "0"),
+    (GENERATE, "--threads", "-1"),
+    (GENERATE, "--context-length", "0"),
+    (BENCH, "--threads", "-2"),
+    (BENCH, "--prompt-tokens", "-5"),
+    (BENCH, "--prompt-tokens", "0"),
+    (BENCH, "--gen-tokens", "1"),  # no decode step to time
+    (BENCH, "--gen-tokens", "0"),
+    (BENCH, "--repetitions", "0"),
+    (GENERATE, "--model", ""),
+    (BENCH, "--library", ""),
+    (["info"], "--library", ""),
+]
+
+
+@pytest.mark.parametrize(("command", "option", "value"), BAD_VALUES,
+                         ids=[f"{c[0]} {o}={v}" for c, o, v in BAD_VALUES])
+def test_a_bad_option_value_is_a_usage_error(
+    command: list[str], option: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([*command, f"{option}={value}"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: adil ") and f"error: argument {option}: expected" in err
+    assert repr(value) in err
+
+
+def test_bad_option_values_from_the_shell(tiny: Path) -> None:
+    # The same through `python -m adil`, with a real model: no traceback.
+    for args in (["generate", "--model", str(tiny), "--temperature", "-1", "hi"],
+                 ["bench", "--model", str(tiny), "--prompt-tokens", "-5"],
+                 ["bench", "--model", str(tiny), "--repetitions", "0"]):
+        result = run_cli(*args)
+        assert result.returncode == 2, args
+        assert "error: argument" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_edge_values_are_accepted(tiny: Path) -> None:
+    result = run_cli("generate", "--model", str(tiny), "--max-tokens", "1", "--temperature",
+                     "0.7", "--seed", str(2**64 - 1), "--threads", "1", "--context-length", "32",
+                     "hi")
+    assert result.returncode == 0, result.stderr
+
+
+def test_help_of_every_command() -> None:
+    for command in ([], ["info"], ["generate"], ["bench"]):
+        result = run_cli(*command, "--help")
+        assert result.returncode == 0 and result.stdout.startswith("usage: adil")
+
+
+# -- errors while running ---------------------------------------------------
+
+def test_sdk_errors_are_one_line(tiny: Path, tmp_path: Path) -> None:
+    cases = {
+        "invalid_argument": ["generate", "--model", str(tmp_path / "missing.gguf"), "hi"],
+        "model_file_unreadable": ["generate", "--model", str(tmp_path), "hi"],
+        "context_length_exceeded": ["generate", "--model", str(tiny), "--context-length", "4",
+                                    "a long prompt of many words, more than four tokens"],
+    }
+    for code, args in cases.items():
+        result = run_cli(*args)
+        assert result.returncode == 2, (code, result.stderr)
+        assert result.stderr.startswith(f"adil: error [{code}]: "), result.stderr
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_a_multi_line_message_is_printed_on_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def fail(args: object) -> int:
+        raise adil.ModelFormatError("the model's chat template failed:\n  line 2")
+
+    monkeypatch.setattr(adil.cli, "_info", fail)
+    assert main(["info"]) == 2
+    assert capsys.readouterr().err == (
+        "adil: error [model_format_invalid]: the model's chat template failed: line 2\n")
+
+
+def test_keyboard_interrupt_exits_130_quietly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(adil.cli, "_info", interrupted)
+    assert main(["info"]) == 130
+    assert capsys.readouterr().err == ""
+
+
+def test_ctrl_c_during_generation(tiny: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "adil", "generate", "--model", str(tiny), "--context-length",
+         "8192", "--max-tokens", "8000", "hi"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert process.stdout is not None
+    process.stdout.read(1)  # generating
+    os.kill(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
