@@ -10,6 +10,26 @@
 One run at a time per agent; the conversation carries over from run to run
 (``reset()`` clears it).  ``cancel()`` stops this agent's run, from any
 thread, and voids its pending proposal; nothing else is touched.
+
+Thread rule (enforced under the agent's lock; nothing waits, nothing
+interleaves):
+
+* ``run``, ``start``, ``resume``, ``start_resume``: one at a time per agent,
+  from any thread.  A second call while a run is active raises
+  :class:`~adil.errors.BusyError`; while a proposal waits for a person,
+  ``run``/``start`` raise InvalidArgumentError.  ``reset()`` raises
+  BusyError while a run is active.
+* ``cancel()``, ``messages``, ``pending_proposal``, ``tools``, ``model``:
+  any thread, any time (the reads are snapshots).
+* :class:`AgentHandle`: ``result``, ``wait``, ``done``, ``cancel`` from any
+  thread, any number of times.
+* :class:`~.proposal.Proposal`: read, approve or reject from any thread;
+  the first decision wins.
+* :class:`~adil.tools.Tool`: immutable, may be shared by agents and
+  threads.  Its handler runs in a thread of its own per call (see
+  :mod:`.worker`); a handler shared by several agents, or one that may be
+  abandoned at a deadline and called again by the next run, must be safe to
+  call from several threads at once.
 """
 
 from __future__ import annotations
@@ -20,7 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..errors import BusyError, DeadlineError, InvalidArgumentError
+from ..errors import BusyError, DeadlineError, InvalidArgumentError, check_real
 from ..retry import RetryPolicy
 from ..timeouts import Clock, Deadline, Timeout
 from ..tools import Tool
@@ -71,7 +91,8 @@ class Agent:
     ) -> None:
         self._config = AgentConfig(
             model=model, tools=tools_by_name(tools), instructions=instructions, policy=policy,
-            timeout=timeout or Timeout(), retry=retry or RetryPolicy(), tool_choice=tool_choice,
+            timeout=Timeout() if timeout is None else timeout,
+            retry=RetryPolicy() if retry is None else retry, tool_choice=tool_choice,
             max_tokens=max_tokens, sampling=sampling, max_turns=max_turns,
             result_hook=result_hook, max_result_tokens=max_result_tokens, n=n, clock=clock,
         )
@@ -148,14 +169,22 @@ class Agent:
                 self._state = None
 
     def reset(self) -> None:
-        """Forgets the conversation (not while a run is active or paused)."""
+        """Forgets the conversation: BusyError while a run is active,
+        InvalidArgumentError while a proposal waits (cancel() it first)."""
         with self._lock:
-            if self._segment is not None or self._state is not None:
-                raise InvalidArgumentError("cancel or finish the run before reset()")
+            if self._segment is not None:
+                raise BusyError("this agent is running: cancel or finish the run before reset()")
+            if self._state is not None:
+                raise InvalidArgumentError(
+                    "a proposal waits for confirmation: resume() it or cancel() the agent before "
+                    "reset()"
+                )
             self._conversation.clear()
 
     # -- bookkeeping ---------------------------------------------------------
     def _new_segment(self, timeout: Timeout | None) -> Segment:
+        if timeout is not None and not isinstance(timeout, Timeout):
+            raise InvalidArgumentError(f"timeout must be an adil.Timeout or None, got {timeout!r}")
         merged = self._config.timeout.merged(timeout)
         return Segment(token=self._config.model.cancel_token(),
                        deadline=Deadline.start(merged, self._config.clock), timeout=merged)
@@ -232,7 +261,8 @@ class Agent:
 
 
 class AgentHandle:
-    """A run in a background thread."""
+    """A run in a background thread.  Every method may be called from any
+    thread, any number of times."""
 
     def __init__(self, agent: Agent, segment: Segment | None,
                  work: Callable[[], RunOutcome]) -> None:
@@ -258,11 +288,11 @@ class AgentHandle:
 
     def wait(self, timeout: float | None = None) -> bool:
         """True once the run ended (within `timeout` seconds)."""
-        return self._done.wait(timeout)
+        return self._done.wait(_seconds(timeout))
 
     def result(self, timeout: float | None = None) -> RunOutcome:
         """The outcome; waits up to `timeout` seconds (DeadlineError after)."""
-        if not self._done.wait(timeout):
+        if not self._done.wait(_seconds(timeout)):
             raise DeadlineError(f"the run did not end within {timeout} s", limit="total")
         if self._error is not None:
             raise self._error
@@ -272,3 +302,8 @@ class AgentHandle:
     def cancel(self) -> None:
         """Cancels this handle's run, if it is still the agent's active run."""
         self._agent._cancel_segment(self._segment)
+
+
+def _seconds(timeout: object) -> float | None:
+    """A wait's `timeout`: None, or finite seconds >= 0."""
+    return None if timeout is None else check_real("timeout (seconds)", timeout, low=0)

@@ -6,8 +6,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import InvalidArgumentError, ToolSchemaError
+from ..errors import InvalidArgumentError, ToolSchemaError, check_int
 from ..retry import RetryPolicy
+from ..sampling import Sampling
 from ..timeouts import Clock, Timeout
 from ..tools import Tool
 from .proposal import ProposalView
@@ -38,7 +39,12 @@ def require_text(label: str, value: object) -> str:
 
 
 def tools_by_name(tools: Sequence[Tool]) -> dict[str, Tool]:
-    """The agent's tools by name; ToolSchemaError for a non-Tool or a repeated name."""
+    """The agent's tools by name; InvalidArgumentError when `tools` is not a
+    list or tuple, ToolSchemaError for a non-Tool or a repeated name."""
+    if not isinstance(tools, list | tuple):
+        raise InvalidArgumentError(
+            f"tools must be a list or tuple of adil.Tool objects, got {type(tools).__name__}"
+        )
     by_name: dict[str, Tool] = {}
     for item in tools:
         if not isinstance(item, Tool):
@@ -72,19 +78,44 @@ class AgentConfig:
     clock: Clock
 
     def __post_init__(self) -> None:
+        missing = [m for m in ("render_chat", "generate", "cancel_token")
+                   if not callable(getattr(self.model, m, None))]
+        if missing:
+            raise InvalidArgumentError(
+                f"model must be an adil.Model or a service client's model; "
+                f"{type(self.model).__name__} has no {', '.join(missing)}()"
+            )
         require_text("instructions", self.instructions)
+        for name, setting, kind in (("timeout", self.timeout, Timeout),
+                                    ("retry", self.retry, RetryPolicy)):
+            if not isinstance(setting, kind):
+                raise InvalidArgumentError(
+                    f"{name} must be an adil.{kind.__name__} or None, got {setting!r}"
+                )
+        if self.sampling is not None and not isinstance(self.sampling, Sampling):
+            raise InvalidArgumentError(
+                f"sampling must be an adil.Sampling or None, got {self.sampling!r}"
+            )
+        for name, function in (("policy", self.policy), ("result_hook", self.result_hook),
+                               ("clock", self.clock)):
+            if function is not None and not callable(function):
+                raise InvalidArgumentError(f"{name} must be callable, got {function!r}")
+        if not isinstance(self.tool_choice, str):
+            raise InvalidArgumentError(
+                f"tool_choice must be 'auto', 'none' or the name of a tool, "
+                f"got {self.tool_choice!r}"
+            )
         if self.tool_choice not in ("auto", "none") and self.tool_choice not in self.tools:
             raise InvalidArgumentError(
                 "tool_choice must be 'auto', 'none' or the name of a tool, "
                 f"got {self.tool_choice!r}"
             )
-        for name, value in (("max_tokens", self.max_tokens), ("max_turns", self.max_turns)):
+        for name, value in (("max_tokens", self.max_tokens), ("max_turns", self.max_turns),
+                            ("n", self.n)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
-        if self.max_result_tokens is not None and self.max_result_tokens < 16:
-            raise InvalidArgumentError(
-                f"max_result_tokens must be >= 16, got {self.max_result_tokens}"
-            )
+        if self.max_result_tokens is not None:
+            check_int("max_result_tokens", self.max_result_tokens, low=16)
 
     @property
     def forced_tool(self) -> Tool | None:
