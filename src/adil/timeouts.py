@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import DeadlineError, check_real
+from .errors import DeadlineError, InvalidArgumentError, check_real
 
 __all__ = ["Clock", "Deadline", "Timeout"]
 
@@ -46,6 +46,8 @@ class Timeout:
         """This timeout with the fields that `override` sets replaced."""
         if override is None:
             return self
+        if not isinstance(override, Timeout):
+            raise InvalidArgumentError(f"expected an adil.Timeout or None, got {override!r}")
         return Timeout(
             connect=override.connect if override.connect is not None else self.connect,
             read=override.read if override.read is not None else self.read,

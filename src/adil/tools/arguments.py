@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import OutputValidationError
+from ..errors import InvalidArgumentError, OutputValidationError
 from .depth import MAX_DEPTH
 from .pointer import join
 from .strict_json import strict_loads
@@ -70,6 +70,8 @@ def validate(value: Any, schema: dict[str, Any], where: str = "", _depth: int = 
     """Raises :class:`OutputValidationError` when `value` breaks `schema`
     (a schema checked by :func:`~.schema.check_schema`).  The walk follows
     the schema, so it is as deep as the schema at most: MAX_DEPTH levels."""
+    if not isinstance(schema, dict):
+        raise InvalidArgumentError(f"a schema is a dict, got {type(schema).__name__}")
     if _depth > MAX_DEPTH:
         raise OutputValidationError(
             f"nested deeper than {MAX_DEPTH} levels (is the schema checked?)", location=where

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from ..errors import CapabilityError
+
 __all__ = ["CancelSignal", "ToolContext"]
 
 
@@ -47,10 +49,12 @@ class ToolContext:
 
     @property
     def cancel_fn_and_token(self) -> tuple[Any, Any]:
-        """(adil_cancelled_fn, void* token): the C pair, for a native tool."""
+        """(adil_cancelled_fn, void* token): the C pair, for a native tool.
+        CapabilityError when the run's cancel signal has none (a service
+        client's token, a test's fake)."""
         pair = getattr(self._cancel, "fn_and_token", None)
         if pair is None:
-            raise AttributeError("this cancel signal has no C function (not an engine token)")
+            raise CapabilityError("this cancel signal has no C function (not an engine token)")
         return tuple(pair)
 
     def time_remaining(self) -> float | None:

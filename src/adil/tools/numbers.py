@@ -29,13 +29,17 @@ Larger or exact-decimal identifiers belong in strings.
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal
+
+from ..errors import InvalidArgumentError
 
 __all__ = ["MAX_EXACT", "InexactNumber", "exact_number", "is_exact_value"]
 
 MAX_EXACT = 2**53 - 1
 # More digits than this can never be within ±(2^53 − 1) as an integer text.
 _MAX_INT_DIGITS = len(str(MAX_EXACT))
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 
 
 class InexactNumber(ValueError):
@@ -44,7 +48,10 @@ class InexactNumber(ValueError):
 
 def exact_number(text: str) -> int | float:
     """The value of JSON number `text` (int for integer texts, float
-    otherwise), or :class:`InexactNumber`."""
+    otherwise), or :class:`InexactNumber`; InvalidArgumentError when `text`
+    is not a JSON number."""
+    if not isinstance(text, str) or not _JSON_NUMBER.fullmatch(text):
+        raise InvalidArgumentError(f"not a JSON number: {text!r}")
     if not any(c in text for c in ".eE"):
         return _exact_int(text)
     value = float(text)
