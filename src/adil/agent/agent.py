@@ -62,12 +62,14 @@ class Agent:
     ``timeout``: the agent's default :class:`~adil.Timeout`; ``total`` covers
     a whole run or resume (generations, tool time and retries), ``read`` the
     longest silence between tokens.  ``retry``: how busy and not-ready
-    errors are retried.  ``policy(proposal)`` may answer "deny" (the call is
+    errors are retried.  ``policy(view)`` gets a read-only
+    :class:`~.proposal.ProposalView` and may answer "deny" (the call is
     rejected) or "allow" (recorded; a person must still confirm).
     ``tool_choice``: "auto", "none", or a tool name to force on the first
     turn (CapabilityError when the engine cannot constrain its output).
     ``result_hook(call, text) -> text`` may rewrite a result before the
-    model sees it; ``max_result_tokens`` cuts longer results (default: a
+    model sees it (it must return a str of Unicode text: anything else
+    fails the run with InvalidArgumentError); ``max_result_tokens`` cuts longer results (default: a
     quarter of the model's context).  Rewritten or cut results give no
     display fields."""
 
