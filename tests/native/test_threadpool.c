@@ -6,18 +6,25 @@
  *     with ith < n_threads and never two chunks with the same ith at once;
  *   - thousands of back-to-back jobs (the hot path), and jobs after the
  *     workers have parked (an idle pause longer than their spin);
- *   - a pool is freed while idle or right after a job.
- * Run it under -DADIL_SANITIZE=ON (and TSan by hand) for the races.
+ *   - a pool is freed while idle or right after a job;
+ *   - many create / job / free cycles with more threads than cores, where a
+ *     worker that woke for the last job is often still on its way when the
+ *     pool is freed (it once missed the stop and adil_pool_free hung in
+ *     pthread_join).  A watchdog turns a hang into a failure.
+ * Run it under -DADIL_SANITIZE=ON and -DADIL_TSAN=ON for the races.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include "compute/threadpool.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static int failures;
 
@@ -106,7 +113,68 @@ static void test_pool(int n_threads) {
     adil_pool_free(pool);
 }
 
+/* A tiny job: every part counts itself. */
+static void tick(void *ctx, int ith, int nth) {
+    (void)ith;
+    (void)nth;
+    atomic_fetch_add((atomic_int *)ctx, 1);
+}
+
+static void tick_chunk(void *ctx, int64_t k, int ith) {
+    (void)k;
+    (void)ith;
+    atomic_fetch_add((atomic_int *)ctx, 1);
+}
+
+#define RACE_THREADS 8  /* more than the cores of a CI machine */
+#define RACE_LOOPS 4    /* loops at once, so that workers are often preempted */
+#define RACE_CYCLES 400
+
+/* Pools created, given one or two tiny jobs and freed at once, over and
+ * over; every 4th cycle the workers park first, so the job wakes them.  The
+ * free races with workers still waking for the last job. */
+static void *free_races_late_workers(void *arg) {
+    atomic_int *bad = arg;
+    for (int cycle = 0; cycle < RACE_CYCLES; cycle++) {
+        adil_pool *pool = NULL;
+        if (adil_pool_create(RACE_THREADS, &pool) != ADIL_OK) {
+            atomic_fetch_add(bad, 1);
+            return NULL;
+        }
+        if (cycle % 4 == 0) sleep_ms(2); /* longer than the workers' spin */
+        atomic_int n = 0;
+        adil_pool_run(pool, tick, &n);
+        if (cycle % 2) adil_pool_for(pool, 3, tick_chunk, &n);
+        if (atomic_load(&n) != RACE_THREADS + (cycle % 2 ? 3 : 0)) atomic_fetch_add(bad, 1);
+        adil_pool_free(pool);
+    }
+    return NULL;
+}
+
+static void test_free_races_late_workers(void) {
+    pthread_t loops[RACE_LOOPS];
+    atomic_int bad = 0;
+    for (int i = 0; i < RACE_LOOPS; i++)
+        CHECK(pthread_create(&loops[i], NULL, free_races_late_workers, &bad) == 0);
+    for (int i = 0; i < RACE_LOOPS; i++) pthread_join(loops[i], NULL);
+    CHECK(atomic_load(&bad) == 0);
+}
+
+/* A hang fails the test (and says where) instead of stalling ctest. */
+static void on_alarm(int sig) {
+    (void)sig;
+    static const char msg[] = "test_threadpool: watchdog: no end after 120 s (a pool hangs)\n";
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(2);
+}
+
 int main(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(120);
+    test_free_races_late_workers();
     for (int n = 1; n <= 5; n++) test_pool(n);
     /* a NULL pool runs everything on the caller */
     counts *c = fresh(1);

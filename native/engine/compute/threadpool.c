@@ -150,14 +150,20 @@ static void wait_for_job(adil_pool *p, uint64_t seen) {
     pthread_mutex_unlock(&p->mutex);
 }
 
+/* Stop is checked after run_chunks, on the word it returns: a worker that
+ * woke for a job may find that job finished by the others and the stop word
+ * published instead, and would then wait for a word other than the last one
+ * for ever.  Stop is stored before the stop word (both sequentially
+ * consistent), so a worker that has loaded the stop word sees stop; one that
+ * has not will see the stop word change its `seen`. */
 static void *worker_main(void *arg) {
     worker *w = arg;
     adil_pool *p = w->pool;
     uint64_t seen = 0;
     for (;;) {
         wait_for_job(p, seen);
-        if (atomic_load(&p->stop)) return NULL;
         seen = run_chunks(p, w->ith);
+        if (atomic_load(&p->stop)) return NULL;
     }
 }
 
