@@ -85,6 +85,19 @@ HOSTILE = {
     "doubling set blocks": "{% set a = 'x' * 1000000 %}" + "".join(
         f"{{% set {b} %}}{{{{ {a} }}}}{{{{ {a} }}}}{{% endset %}}"
         for a, b in zip("abcdefghijklmn", "bcdefghijklmno", strict=True)),
+    "nested list doubling": ("{% set ns = namespace(l='x' * 1000) %}{% for i in range(64) %}"
+                             "{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l }}"),
+    "nested tuple doubling": ("{% set ns = namespace(l='x') %}{% for i in range(64) %}"
+                              "{% set ns.l = (ns.l, ns.l) %}{% endfor %}{{ ns.l }}"),
+    "nested dict doubling": ("{% set ns = namespace(d={}) %}{% for i in range(64) %}"
+                             "{% set ns.d = {'a': ns.d, 'b': ns.d} %}{% endfor %}{{ ns.d }}"),
+    "namespace nesting": ("{% set ns = namespace(n='x' * 1000) %}{% for i in range(64) %}"
+                          "{% set ns.n = namespace(a=ns.n, b=ns.n) %}{% endfor %}"
+                          "{{ [ns.n] * 10**9 }}"),
+    "list repetition of a big string": "{{ ['x' * 1000000] * 1000000 }}",
+    "sum of lists": "{{ ([['x' * 1000] * 1000] * 1000)|sum(start=[]) }}",
+    "batch fill with a big value": "{{ [1]|batch(100000, 'x' * 1000000)|list }}",
+    "fromkeys": ("{% set d = {}.fromkeys(range(100000), 'x' * 1000000) %}{{ d }}"),
     "recursive macro": "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
     "branching macro": ("{% macro f(n) %}{% if n < 60 %}{{ f(n + 1) }}{{ f(n + 1) }}"
                         "{% endif %}{% endmacro %}{{ f(0) }}"),
@@ -149,6 +162,8 @@ def test_bounds_leave_ordinary_templates_alone() -> None:
     assert render_chat(template, messages) == (
         "[BE BRIEF]user     |  1 Hi there, assistant|  2 Hello."
         'system/user/assistant {\n  "a": 1\n} [0, 1, 2, 0, 1, 2] 1024')
+    # A namespace prints without its attributes (they are not weighed).
+    assert render_chat("{% set ns = namespace(a=1) %}{{ ns }} {{ ns.a }}", []) == "<Namespace> 1"
     long = [{"role": "user", "content": "x" * (MAX_CHARS + 10)}]
     assert len(render_chat(TURNS, long)) > MAX_CHARS
     # A bound passed once leaves the next rendering unbounded by it.

@@ -18,12 +18,14 @@ template fails within a bounded time instead of hanging or eating memory:
 * time: ``timeout`` seconds (default :data:`DEFAULT_TIMEOUT`), and a
   caller's :class:`~adil.timeouts.Deadline`; checked at every loop
   iteration, call (macros included), operator, ``~`` and output chunk;
-* size: no string, list or output longer than :data:`MAX_CHARS` plus twice
-  the messages' own text, checked *before* the operations that multiply a
-  size (``*``, ``+``, ``~``, ``**``, ``%``, widths, ``join``, ``replace``,
-  ``indent``, ``batch``, block ``set``/macro bodies) build it;
+* size: no string, list, dict or output that would print as more than
+  :data:`MAX_CHARS` plus twice the messages' own text, checked *before* the
+  operations that can multiply a size build it (``*``, ``+``, ``~``, ``**``,
+  ``%``, list/tuple/dict literals, format widths, ``join``, ``replace``,
+  ``indent``, ``batch``, ``sum``, block ``set``/macro bodies...);
 * ``range()`` of at most 100,000 items (jinja2's sandbox bound), no
-  ``lipsum()``, and a macro that calls itself stopped at Python's recursion
+  ``lipsum()``, a ``namespace()`` that prints as ``<Namespace>`` (not its
+  attributes), and a macro that calls itself stopped at Python's recursion
   limit.
 
 :func:`render_chat` may be called from any thread: compiled templates are
@@ -37,7 +39,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from jinja2 import nodes
@@ -45,6 +47,7 @@ from jinja2.compiler import CodeGenerator, Frame
 from jinja2.filters import make_attrgetter
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.utils import Namespace
 from jinja2.visitor import NodeTransformer
 
 from .errors import AdilError, CapabilityError, InvalidArgumentError, ModelFormatError
@@ -137,10 +140,12 @@ def _plain(messages: Sequence[Mapping[str, str]], add_generation_prompt: bool) -
 
 @dataclass(frozen=True)
 class _Budget:
-    limit: int  # the most characters or items of any one value
+    limit: int  # the most characters of any one value (see _weight)
     timeout: float | None
     ends: float | None  # time.monotonic() at which `timeout` passes
     deadline: Deadline | None
+    # id -> (container, weight): each list, tuple or dict is weighed once
+    weights: dict[int, tuple[Any, int]] = field(default_factory=dict)
 
     def check(self) -> None:
         if self.deadline is not None:
@@ -167,8 +172,43 @@ def _fits(size: int, what: str, limit: int | None = None) -> None:
         limit = budget.limit if budget is not None else MAX_CHARS
     if size > limit:
         raise ModelFormatError(
-            f"the model's chat template builds {what} of {size} characters or items; "
+            f"the model's chat template builds {what} of about {size} characters; "
             f"the bound is {limit}")
+
+
+def _weight(value: Any) -> int:
+    """About how many characters ``str(value)`` has (repr's escapes aside):
+    nested lists that share items (``[a, a]`` again and again) weigh what
+    printing them would write, not what they hold in memory."""
+    if isinstance(value, str | bytes):
+        return len(value)
+    budget = _BUDGET.get()
+    return _weigh(value, budget.weights if budget is not None else {}, set())
+
+
+def _weigh(value: Any, memo: dict[int, tuple[Any, int]], open_: set[int]) -> int:
+    if isinstance(value, str | bytes):
+        return len(value)
+    if isinstance(value, bool | float) or value is None:
+        return 24
+    if isinstance(value, int):
+        return value.bit_length() // 3 + 2
+    key = id(value)
+    if key in memo:
+        return memo[key][1]
+    if key in open_:
+        return 8  # a list that holds itself (a caller's): repr writes "[...]"
+    if isinstance(value, Mapping):
+        items: Iterable[Any] = (*value.keys(), *value.values())
+    elif isinstance(value, list | tuple):
+        items = value
+    else:
+        return 64  # a _Namespace, Undefined, a loop, a macro, an iterator: a short repr
+    open_.add(key)
+    total = 2 + sum(2 + _weigh(item, memo, open_) for item in items)
+    open_.discard(key)
+    memo[key] = (value, total)
+    return total
 
 
 # ---------------------------------------------------------------------------
@@ -186,19 +226,25 @@ def _int(value: object) -> int:
     return abs(value) if isinstance(value, int) else 0
 
 
-def _check_binop(operator: str, left: Any, right: Any) -> None:
+def _check_binop(operator: str, left: Any, right: Any) -> int | None:
+    """Refuses an operation whose result would pass the bound; the weight
+    of a repeated or concatenated sequence, else None."""
+    size = None
     if operator == "*":
         if isinstance(left, _SEQUENCES) or isinstance(right, _SEQUENCES):
-            _fits(len(left) * _int(right) if isinstance(left, _SEQUENCES)
-                  else _int(left) * len(right), "a repetition")
+            size = (_weight(left) * _int(right) if isinstance(left, _SEQUENCES)
+                    else _int(left) * _weight(right))
+            _fits(size, "a repetition")
         elif isinstance(left, int) and isinstance(right, int):
             _fits_int(_int(left).bit_length() + _int(right).bit_length())
     elif operator == "+" and isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES):
-        _fits(len(left) + len(right), "a concatenation")
+        size = _weight(left) + _weight(right)
+        _fits(size, "a concatenation")
     elif operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0:
         _fits_int(max(_int(left).bit_length() - 1, 0) * right)
     elif operator == "%" and isinstance(left, str):
         _check_printf(left, right if isinstance(right, tuple) else (right,))
+    return size
 
 
 def _fits_int(bits: int) -> None:
@@ -290,9 +336,19 @@ def _raise_exception(message: str) -> NoReturn:
     raise CapabilityError(f"the chat template refused the messages: {message}")
 
 
+class _Namespace(Namespace):
+    """``namespace()``, printed without its attributes: they can change after
+    a list holding the namespace was weighed, so printing them is not
+    bounded by any weight."""
+
+    def __repr__(self) -> str:
+        return "<Namespace>"
+
+
 class _Checkpoints(NodeTransformer):
-    """Routes every ``for`` loop's iterable and every ``~`` through the
-    environment, where the bounds are checked."""
+    """Routes every ``for`` loop's iterable, every ``~`` and every list,
+    tuple and dict literal through the environment, where the bounds are
+    checked."""
 
     def visit_For(self, node: nodes.For) -> nodes.Node:
         self.generic_visit(node)  # in place
@@ -302,6 +358,18 @@ class _Checkpoints(NodeTransformer):
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
         self.generic_visit(node)
         return _environment_call("join_values", *node.nodes)
+
+    def visit_List(self, node: nodes.List) -> nodes.Node:
+        self.generic_visit(node)
+        return _environment_call("weighed", node)
+
+    def visit_Dict(self, node: nodes.Dict) -> nodes.Node:
+        self.generic_visit(node)
+        return _environment_call("weighed", node)
+
+    def visit_Tuple(self, node: nodes.Tuple) -> nodes.Node:
+        self.generic_visit(node)
+        return node if node.ctx != "load" else _environment_call("weighed", node)
 
 
 def _environment_call(name: str, *args: nodes.Node) -> nodes.Call:
@@ -326,13 +394,20 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
         super().__init__(trim_blocks=True, lstrip_blocks=True)
         self.globals["raise_exception"] = _raise_exception
         del self.globals["lipsum"]  # lipsum(n) writes n paragraphs
+        self.globals["namespace"] = _Namespace
         getter = functools.partial(make_attrgetter, self)
 
         def join(items: list[Any], d: Any = "", attribute: Any = None) -> None:
             if attribute is not None:
                 items = [getter(attribute)(i) for i in items]
-            _fits(sum(len(str(i)) for i in items) + len(str(d)) * max(len(items) - 1, 0),
+            _fits(sum(_weight(i) for i in items) + _weight(d) * max(len(items) - 1, 0),
                   "a |join")
+
+        def sum_(items: list[Any], attribute: Any = None, start: Any = 0) -> None:
+            if isinstance(start, _SEQUENCES):  # sum(lists, start=[]) concatenates
+                if attribute is not None:
+                    items = [getter(attribute)(i) for i in items]
+                _fits(_weight(start) + sum(_weight(i) for i in items), "a |sum")
 
         checks: dict[str, tuple[Callable[..., None], bool]] = {  # name: (check, iterates)
             "center": (lambda s, width=80: _fits(_int(width), "a |center"), False),
@@ -340,29 +415,39 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
                 len(str(s)) + (str(s).count("\n") + 1) * (
                     len(width) if isinstance(width, str) else _int(width)), "an |indent"), False),
             "join": (join, True),
+            "sum": (sum_, True),
             "replace": (lambda *args: _fits(_replaced_size(*args), "a |replace"), False),
-            "batch": (lambda items, linecount, *_: _fits(_int(linecount), "a |batch"), True),
-            "slice": (lambda items, slices, *_: _fits(_int(slices), "a |slice"), True),
+            "batch": (lambda items, linecount, fill_with=None: _fits(
+                _weight(items) + _int(linecount) * (2 + _weight(fill_with)), "a |batch"), True),
+            "slice": (lambda items, slices, fill_with=None: _fits(
+                _weight(items) + _int(slices) * (4 + _weight(fill_with)), "a |slice"), True),
             "wordwrap": (lambda s, width=79, brk=True, wrapstring=None, *_, **__: _fits(
                 len(str(s)) * (1 + len(str(wrapstring or "\n"))), "a |wordwrap"), False),
             "tojson": (lambda value, indent=None: _fits(
                 len(indent) if isinstance(indent, str) else _int(indent), "a |tojson indent",
                 limit=MAX_INDENT), False),
+            "format": (lambda value, *args, **kwargs: _check_printf(
+                str(value), args or kwargs.values()), False),
         }
-        for name, (check, iterates) in checks.items():
-            self.filters[name] = _checked_filter(self.filters[name], check, iterates)
-        self.filters["format"] = _printf_filter(self.filters["format"])
+        for name, original in list(self.filters.items()):
+            check, iterates = checks.get(name, (None, False))
+            self.filters[name] = _checked_filter(original, check, iterates)
 
     # -- checkpoints -----------------------------------------------------
     def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
         _tick()
         args = _check_method(obj, args, kwargs)
-        return super().call(context, obj, *args, **kwargs)
+        return _weighed_result(super().call(context, obj, *args, **kwargs), "a call's result")
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         _tick()
-        _check_binop(operator, left, right)
-        return super().call_binop(context, operator, left, right)
+        size = _check_binop(operator, left, right)
+        result = super().call_binop(context, operator, left, right)
+        if size is not None and isinstance(result, list | tuple):
+            budget = _BUDGET.get()
+            if budget is not None:
+                budget.weights[id(result)] = (result, size)  # not weighed again item by item
+        return result
 
     def concat(self, parts: Iterable[str]) -> str:
         """Joins a block's output (``set`` blocks, macro and ``caller()``
@@ -376,6 +461,12 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
         """``a ~ b``."""
         return self.concat([str(v) for v in values])
 
+    def weighed(self, value: Any) -> Any:
+        """A list, tuple or dict literal, refused when printing it would
+        pass the bound."""
+        _fits(_weight(value), "a literal")
+        return value
+
     def iterate(self, iterable: Iterable[Any]) -> Iterator[Any]:
         """A ``for`` loop's iterable, one checkpoint per iteration."""
         for item in iterable:
@@ -383,31 +474,30 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
             yield item
 
 
-def _checked_filter(original: Callable[..., Any], check: Callable[..., None],
+def _checked_filter(original: Callable[..., Any], check: Callable[..., None] | None,
                     iterates: bool) -> Callable[..., Any]:
-    """`original` (a jinja2 filter) with `check` run on its arguments first."""
+    """`original` (a jinja2 filter) with `check` run on its arguments first,
+    and its result weighed when it is a list, tuple or dict."""
     passes_context = hasattr(original, "jinja_pass_arg")  # eval_ctx or environment first
 
     @functools.wraps(original)
     def checked(*args: Any, **kwargs: Any) -> Any:
         _tick()
-        head, (value, *rest) = (args[:1], args[1:]) if passes_context else ((), args)
-        if iterates and not isinstance(value, Sequence):
-            value = list(value)  # a generator (|map, |select): read once, here
-        check(value, *rest, **kwargs)
-        return original(*head, value, *rest, **kwargs)
+        if check is not None and args:
+            head, (value, *rest) = (args[:1], args[1:]) if passes_context else ((), args)
+            if iterates and not isinstance(value, Sequence):
+                value = list(value)  # a generator (|map, |select): read once, here
+            check(value, *rest, **kwargs)
+            args = (*head, value, *rest)
+        return _weighed_result(original(*args, **kwargs), "a filter's result")
 
     return checked
 
 
-def _printf_filter(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
-    def checked(value: Any, *args: Any, **kwargs: Any) -> Any:
-        _tick()
-        _check_printf(str(value), args or kwargs.values())
-        return original(value, *args, **kwargs)
-
-    return checked
+def _weighed_result(result: Any, what: str) -> Any:
+    if isinstance(result, list | tuple | dict):
+        _fits(_weight(result), what)
+    return result
 
 
 @functools.lru_cache(maxsize=8)
