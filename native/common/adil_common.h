@@ -3,7 +3,8 @@
  * tree (the CPU engine and the reference stub).  Not part of the ABI.
  *
  * Implemented in native/common/: errors.c (status strings, per-thread last
- * error), params.c (defaults and struct_size checks), cancel_flag.c, clock.c.
+ * error), params.c (defaults and struct_size checks), cancel_flag.c, clock.c,
+ * files.c (opening a model's file).
  */
 #ifndef ADIL_COMMON_H
 #define ADIL_COMMON_H
@@ -79,5 +80,32 @@ void adil_sleep_slice_ms(double ms);
 /* Sleeps `ms` milliseconds in slices of at most 1 ms, returning early (true)
  * as soon as cancelled(token) is non-zero.  cancelled may be NULL. */
 bool adil_sleep_ms_cancellable(double ms, adil_cancelled_fn cancelled, void *token);
+
+/* ---- files ---------------------------------------------------------- */
+
+/* What a regular file was when it was opened: a later fstat that gives
+ * another size or modification time means it was written or truncated. */
+typedef struct adil_file_id {
+    uint64_t size;
+    int64_t mtime_sec, mtime_nsec;
+} adil_file_id;
+
+/* Opens `path` read-only and close-on-exec without blocking (a FIFO with no
+ * writer would block open() for ever), and refuses anything but a regular
+ * file: ADIL_STATUS_IO with "<what>: '<path>': expected a regular file, got
+ * a directory" (a named pipe, a character device, ...), or naming errno.
+ * On success *fd is open (blocking reads) and *id describes the file. */
+adil_status adil_open_regular_file(const char *path, const char *what, int *fd, adil_file_id *id);
+
+/* The identity of the open file `fd` now (one fstat); ADIL_STATUS_IO naming
+ * `path` when fstat fails. */
+adil_status adil_file_id_now(int fd, const char *path, adil_file_id *id);
+
+bool adil_file_id_equal(const adil_file_id *a, const adil_file_id *b);
+
+/* Reads exactly `size` bytes from fd into buf (retrying short reads);
+ * ADIL_STATUS_IO naming `what` and `path` on an error or an early end (the
+ * file shrank since it was opened). */
+adil_status adil_read_fd(int fd, const char *path, const char *what, void *buf, size_t size);
 
 #endif /* ADIL_COMMON_H */

@@ -2,7 +2,9 @@
  * test_gguf.c — the GGUF reader on small images built in memory: a valid v3
  * and v2 image parse and every getter answers; each malformed variant (one
  * field patched) fails with ADIL_STATUS_MODEL_FORMAT and a message naming the
- * field; truncation at every length fails cleanly.
+ * field; truncation at every length fails cleanly.  Files: only regular
+ * files open (a FIFO without blocking), read or mapped; a mapped file that is
+ * truncated afterwards is noticed by gguf_check_unchanged.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- an image builder that remembers where named fields are ---------------- */
@@ -378,6 +381,67 @@ static void test_files(void) {
     CHECK(strstr(adil_last_error(), path) != NULL);
     CHECK(gguf_open_memory(NULL, 4, &f) == ADIL_STATUS_INVALID_ARGUMENT);
     CHECK(gguf_open_memory(m.buf, 0, &f) == ADIL_STATUS_MODEL_FORMAT);
+    CHECK(gguf_open_memory(m.buf, m.n, &f) == ADIL_OK);
+    if (f != NULL) {
+        CHECK(gguf_check_unchanged(f) == ADIL_OK); /* memory: nothing to watch */
+        gguf_close(f);
+    }
+}
+
+/* Mapped or read, only a regular file is opened: a FIFO is refused without
+ * waiting for a writer, a directory without "allocating" 2^63 - 1 bytes. */
+static void expect_not_regular(const char *path, const char *kind) {
+    gguf_file *f = NULL;
+    void *bytes = NULL;
+    size_t size = 0;
+    CHECK(gguf_open_file(path, &f) == ADIL_STATUS_IO && f == NULL);
+    CHECK_HAS(adil_last_error(), kind);
+    CHECK_HAS(adil_last_error(), path);
+    CHECK(gguf_read_file(path, &bytes, &size) == ADIL_STATUS_IO && bytes == NULL);
+    CHECK_HAS(adil_last_error(), kind);
+}
+
+static void test_not_regular_files(void) {
+    char dir[] = "/tmp/adil_test_gguf_dir_XXXXXX";
+    if (mkdtemp(dir) == NULL) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    expect_not_regular(dir, "got a directory");
+    expect_not_regular(fifo, "got a named pipe (FIFO)");
+    expect_not_regular("/dev/null", "got a character device");
+    unlink(fifo);
+    rmdir(dir);
+}
+
+/* A mapped file keeps its size and time; a truncation or a write is seen. */
+static void test_changed_files(void) {
+    image m;
+    build(&m, 3, 0);
+    char path[] = "/tmp/adil_test_gguf_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && write(fd, m.buf, m.n) == (ssize_t)m.n);
+    close(fd);
+    void *bytes = NULL;
+    size_t size = 0;
+    CHECK(gguf_read_file(path, &bytes, &size) == ADIL_OK && size == m.n);
+    CHECK(bytes != NULL && memcmp(bytes, m.buf, m.n) == 0 && (uintptr_t)bytes % 64 == 0);
+    free(bytes);
+    gguf_file *f = NULL;
+    CHECK(gguf_open_file(path, &f) == ADIL_OK);
+    if (f == NULL) return;
+    CHECK(gguf_check_unchanged(f) == ADIL_OK);
+    CHECK(truncate(path, (off_t)m.n - 100) == 0);
+    CHECK(gguf_check_unchanged(f) == ADIL_STATUS_IO);
+    char sizes[64];
+    snprintf(sizes, sizeof sizes, "size %zu -> %zu bytes", m.n, m.n - 100);
+    CHECK_HAS(adil_last_error(), sizes);
+    CHECK_HAS(adil_last_error(), path);
+    gguf_close(f);
+    unlink(path);
 }
 
 int main(void) {
@@ -389,5 +453,7 @@ int main(void) {
     test_duplicate_key();
     test_truncations();
     test_files();
+    test_not_regular_files();
+    test_changed_files();
     return test_report("test_gguf");
 }

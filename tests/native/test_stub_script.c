@@ -6,6 +6,8 @@
  */
 #include "test_stub_api.h"
 
+#include <sys/stat.h>
+
 static void test_handshake(const stub_api *api)
 {
     CHECK(api->abi_version() == ADIL_MAKE_VERSION(2, 0));
@@ -170,7 +172,18 @@ static void test_bad_files(const stub_api *api, adil_engine *engine)
     CHECK_ERROR_HAS(api, "/nonexistent/script.json");
     CHECK(model == NULL);
     CHECK_STATUS(api, api->model_load(engine, "/tmp", NULL, &model), ADIL_STATUS_IO);
-    CHECK_ERROR_HAS(api, "expected a regular file");
+    CHECK_ERROR_HAS(api, "expected a regular file, got a directory");
+    CHECK_STATUS(api, api->model_load(engine, "/dev/null", NULL, &model), ADIL_STATUS_IO);
+    CHECK_ERROR_HAS(api, "expected a regular file, got a character device");
+    /* a FIFO without a writer: refused at once (open() used to block for ever) */
+    char fifo[] = "/tmp/adil_stub_fifo_XXXXXX";
+    int fd = mkstemp(fifo);
+    CHECK(fd >= 0 && close(fd) == 0 && unlink(fifo) == 0 && mkfifo(fifo, 0600) == 0);
+    alarm(60);
+    CHECK_STATUS(api, api->model_load(engine, fifo, NULL, &model), ADIL_STATUS_IO);
+    alarm(0);
+    CHECK_ERROR_HAS(api, "expected a regular file, got a named pipe (FIFO)");
+    unlink(fifo);
     CHECK_STATUS(api, test_load_data(api, engine, "stub_bad_unknown_fault.json", &model), ADIL_STATUS_MODEL_FORMAT);
     CHECK_ERROR_HAS(api, "stub_bad_unknown_fault.json': faults[0]: expected one of the keys on_call, status, "
                          "late_answer, not_ready_ms, got unknown key \"slow_tool_ms\" at offset 54");

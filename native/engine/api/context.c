@@ -113,6 +113,8 @@ ADIL_API adil_status adil_context_logits(adil_context *ctx, const int32_t *token
                          "adil_context_logits: ctx, tokens and logits are required");
     if (ctx->run)
         return adil_fail(ADIL_STATUS_BUSY, "adil_context_logits: the context serves a run; free it first");
+    adil_status st = gguf_check_unchanged(ctx->model->file); /* a truncated mapping: SIGBUS */
+    if (st != ADIL_OK) return st;
     const size_t n_vocab = (size_t)ctx->model->tf.hp.n_vocab;
     if (n_tokens > ctx->n_ctx)
         return adil_fail(ADIL_STATUS_CONTEXT_LENGTH,
@@ -127,7 +129,7 @@ ADIL_API adil_status adil_context_logits(adil_context *ctx, const int32_t *token
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_logits: token %d at index %zu: expected 0..%zu",
                          tokens[bad], bad, n_vocab - 1);
     ctx->n_past = 0; /* from an empty cache */
-    adil_status st = adil_context_eval(ctx, tokens, n_tokens, logits, NULL, NULL);
+    st = adil_context_eval(ctx, tokens, n_tokens, logits, NULL, NULL);
     if (st == ADIL_OK) adil_clear_error();
     return st;
 }

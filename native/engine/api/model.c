@@ -5,8 +5,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "engine_internal.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,31 +17,10 @@ static char *str_dup(gguf_str s) {
     return p;
 }
 
-/* Reads the whole file into 64-byte aligned memory (use_mmap = 0). */
-static adil_status read_whole_file(const char *path, void **bytes, size_t *size) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return adil_fail(ADIL_STATUS_IO, "model: cannot open '%s': %s", path, strerror(errno));
-    adil_status st = ADIL_OK;
-    long len = -1;
-    if (fseek(fp, 0, SEEK_END) == 0) len = ftell(fp);
-    if (len < 0 || fseek(fp, 0, SEEK_SET) != 0) {
-        st = adil_fail(ADIL_STATUS_IO, "model: cannot size '%s': %s", path, strerror(errno));
-    } else {
-        *bytes = aligned_alloc(64, ((size_t)len + 63) / 64 * 64 + 64);
-        if (!*bytes)
-            st = adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "model: cannot allocate %ld bytes for '%s'", len, path);
-        else if (fread(*bytes, 1, (size_t)len, fp) != (size_t)len)
-            st = adil_fail(ADIL_STATUS_IO, "model: cannot read %ld bytes of '%s'", len, path);
-        *size = (size_t)len;
-    }
-    fclose(fp);
-    return st;
-}
-
 static adil_status open_file(adil_model *m, const char *path, bool use_mmap) {
     if (use_mmap) return gguf_open_file(path, &m->file);
     size_t size = 0;
-    adil_status st = read_whole_file(path, &m->file_bytes, &size);
+    adil_status st = gguf_read_file(path, &m->file_bytes, &size);
     return st == ADIL_OK ? gguf_open_memory(m->file_bytes, size, &m->file) : st;
 }
 

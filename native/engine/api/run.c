@@ -11,6 +11,9 @@
  * total deadline, and the read deadline (the time spent on one token).
  * End-of-generation tokens (EOS, EOT, the tokenizer's end-of-generation set
  * and params->stop_tokens) end the run and are not part of the output.
+ * A mapped model file that changed since load (gguf_check_unchanged) is
+ * refused at start and ends the run before the next step: reading weights
+ * from a truncated mapping would kill the process with SIGBUS.
  */
 #include "engine_internal.h"
 
@@ -155,6 +158,7 @@ ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, si
     adil_status st = adil_copy_params(&p, sizeof p, params, sizeof(adil_run_params), "adil_run_params");
     uint32_t max_tokens = 0;
     if (st == ADIL_OK) st = check_start(ctx, prompt, n_prompt, &p, &max_tokens);
+    if (st == ADIL_OK) st = gguf_check_unchanged(ctx->model->file); /* a truncated mapping: SIGBUS */
     if (st != ADIL_OK) return st;
 
     adil_model *m = ctx->model;
@@ -243,7 +247,8 @@ ADIL_API adil_status adil_run_step(adil_run *run, int32_t *tokens, size_t capaci
     if (run->stats.stop_reason != ADIL_STOP_NONE) return ADIL_OK; /* stepping a stopped run */
     const double step_t0 = adil_now_ms();
     size_t n = 0;
-    adil_status st = ADIL_OK;
+    adil_status st = gguf_check_unchanged(run->ctx->model->file); /* one fstat per step */
+    if (st != ADIL_OK) return finish(run, ADIL_STOP_ERROR, st);
     while (n < capacity) {
         run->token_t0 = adil_now_ms();
         int32_t tok;

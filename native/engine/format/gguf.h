@@ -106,16 +106,33 @@ typedef struct gguf_array {
 
 /* Memory-maps and validates the file at `path` (read-only, private).
  * Returns ADIL_OK and a new handle in *out; ADIL_STATUS_IO when the file
- * cannot be opened, stat'ed or mapped; ADIL_STATUS_MODEL_FORMAT when it is
+ * cannot be opened, stat'ed or mapped, or is not a regular file (a
+ * directory, a FIFO, a device: the message says which; a FIFO is refused
+ * without waiting for a writer); ADIL_STATUS_MODEL_FORMAT when it is
  * malformed; ADIL_STATUS_OUT_OF_MEMORY; ADIL_STATUS_INVALID_ARGUMENT for NULL
  * arguments.  *out is NULL on failure. */
 adil_status gguf_open_file(const char *path, gguf_file **out);
+
+/* Reads the whole file at `path` into new 64-byte aligned memory (to open
+ * with gguf_open_memory when a model must not depend on the file later; the
+ * caller frees *bytes).  Same refusals as gguf_open_file for what is not a
+ * regular file; ADIL_STATUS_IO when the file shrinks while it is read;
+ * ADIL_STATUS_OUT_OF_MEMORY naming the size. */
+adil_status gguf_read_file(const char *path, void **bytes, size_t *size);
 
 /* Validates `size` bytes at `data` (for tests and fuzzing).  The handle
  * BORROWS `data`: it must stay valid and unchanged until gguf_close().
  * Tensor data pointers are data + offset, so their alignment is that of
  * `data` plus the file's alignment.  Same statuses as gguf_open_file. */
 adil_status gguf_open_memory(const void *data, size_t size, gguf_file **out);
+
+/* ADIL_OK when the file a handle maps still has the size and modification
+ * time it had when mapped (one fstat of the descriptor the handle keeps), and
+ * always for a handle opened from memory.  Otherwise ADIL_STATUS_IO with "the
+ * model file '<path>' changed since it was loaded (size A -> B bytes) ...":
+ * reading tensor data of a truncated mapping would raise SIGBUS.  A file
+ * replaced by rename keeps the old mapping valid and is not a change. */
+adil_status gguf_check_unchanged(const gguf_file *f);
 
 /* Releases the handle and its mapping.  NULL is ignored. */
 void gguf_close(gguf_file *f);

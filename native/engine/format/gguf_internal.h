@@ -37,6 +37,9 @@ struct gguf_file {
     const uint8_t *base; /* the file's bytes */
     size_t size;
     void *mapping;       /* non-NULL when we mmap'ed base (munmap on close) */
+    int fd;              /* the mapped file, kept open to notice changes; -1 otherwise */
+    char *path;          /* the mapped file's path, for messages; NULL otherwise */
+    adil_file_id id;     /* the mapped file as it was when mapped */
     uint32_t version;
     uint64_t alignment;
     uint64_t data_offset;

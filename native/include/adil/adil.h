@@ -217,7 +217,15 @@ ADIL_API void adil_engine_close(adil_engine *engine);
 typedef struct adil_model_params {
     uint32_t struct_size;
     uint32_t n_threads;            /* 0 = the engine's default */
-    uint32_t use_mmap;             /* non-zero: map the file (default 1) */
+    uint32_t use_mmap;             /* non-zero: map the file (default 1); 0: copy it into memory.
+                                      A mapped model reads its weights from the file while it
+                                      runs: adil_run_start, adil_run_step and adil_context_logits
+                                      check first (one fstat) that the file kept its size and
+                                      modification time, and refuse with ADIL_STATUS_IO when it
+                                      changed.  A file truncated in place while a step is
+                                      computing still kills the process with SIGBUS; load files
+                                      that may be rewritten in place with use_mmap = 0 (replacing
+                                      a file by rename is safe either way). */
 } adil_model_params;
 
 ADIL_API void adil_model_default_params(adil_model_params *out);
@@ -239,7 +247,8 @@ typedef struct adil_model_info {
 } adil_model_info;
 
 /* Loads a model file.  `params` may be NULL.  Returns ADIL_STATUS_IO when the
- * file cannot be read, ADIL_STATUS_MODEL_FORMAT (message naming the field and
+ * file cannot be read or is not a regular file (a directory, a named pipe, a
+ * device: refused at once, without waiting on a pipe), ADIL_STATUS_MODEL_FORMAT (message naming the field and
  * offset) when it is malformed, ADIL_STATUS_CAPABILITY for an architecture or
  * weight type this engine cannot run.  *out must be freed with
  * adil_model_free before its engine is closed. */
@@ -316,7 +325,8 @@ ADIL_API uint32_t adil_context_size(const adil_context *ctx);
  * into `logits`, whose capacity in floats is `capacity`.
  * ADIL_STATUS_CONTEXT_LENGTH when n_tokens exceeds the window,
  * ADIL_STATUS_INVALID_ARGUMENT when capacity is too small,
- * ADIL_STATUS_CAPABILITY for an engine without logits (the stub). */
+ * ADIL_STATUS_CAPABILITY for an engine without logits (the stub),
+ * ADIL_STATUS_IO when a mapped model's file changed since load (use_mmap). */
 ADIL_API adil_status adil_context_logits(adil_context *ctx, const int32_t *tokens, size_t n_tokens,
                                          float *logits, size_t capacity);
 
@@ -372,7 +382,8 @@ typedef struct adil_run_stats {
  * Returns ADIL_STATUS_BUSY when the model already has a live run,
  * ADIL_STATUS_MODEL_NOT_READY, ADIL_STATUS_CONTEXT_LENGTH (message with both
  * numbers) when n_prompt + max_tokens exceeds the window,
- * ADIL_STATUS_INVALID_ARGUMENT for an empty prompt or an id out of range.
+ * ADIL_STATUS_INVALID_ARGUMENT for an empty prompt or an id out of range,
+ * ADIL_STATUS_IO when a mapped model's file changed since load (use_mmap).
  * The prompt is copied.  Free *out with adil_run_free. */
 ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, size_t n_prompt,
                                     const adil_run_params *params, adil_run **out);
@@ -382,7 +393,8 @@ ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, si
  * and step_budget_ms passed, or the run stopped.  A step returns zero tokens
  * only when the run has stopped (see adil_run_get_stats).
  * Returns ADIL_OK, or the status that stopped the run: ADIL_STATUS_CANCELLED,
- * ADIL_STATUS_DEADLINE, or an error.  Tokens written before the stop are
+ * ADIL_STATUS_DEADLINE, or an error (ADIL_STATUS_IO when a mapped model's file
+ * changed since load).  Tokens written before the stop are
  * still counted in *n_tokens and belong to the output.  Stepping a stopped
  * run returns ADIL_OK with zero tokens. */
 ADIL_API adil_status adil_run_step(adil_run *run, int32_t *tokens, size_t capacity, size_t *n_tokens);
