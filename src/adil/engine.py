@@ -36,7 +36,7 @@ from .errors import (
     DeadlineError,
     InvalidArgumentError,
 )
-from .generation import Completion, Generation, RunSlot
+from .generation import Completion, Generation
 from .sampling import Sampling
 from .timeouts import Timeout
 
@@ -172,7 +172,7 @@ class Engine:
         # an exception (Ctrl-C) lands before the Model object exists.
         with self._lock:
             engine = self._require_open()
-            out = ffi.gc(ffi.new("adil_model **"), _free_model_slot(lib, engine))
+            out = ffi.gc(ffi.new("adil_model **"), _free_model_out(lib, engine))
             check(lib, lib.adil_model_load(engine, c_path, params, out))
             model = Model(self, out, os.fsdecode(c_path), threads, context_length)
             self._models.add(model)
@@ -219,7 +219,7 @@ class Model:
     def __init__(
         self,
         engine: Engine,
-        handle_slot: Any,
+        handle_out: Any,
         path: str,
         threads: int | None,
         context_length: int | None,
@@ -230,9 +230,16 @@ class Model:
         # Held across every engine call on the model or its context; reentrant
         # so a destructor that runs inside a call (GC) cannot deadlock.
         self._calls = threading.RLock()
-        self._slot: Any = handle_slot  # adil_model **, freed by its destructor
+        self._handle_out: Any = handle_out  # adil_model **, freed by its destructor
         self._context: Any = None
-        self._generation: weakref.ref[Generation] | None = None
+        # The model's one run lives in this slot, owned by the model: the
+        # engine writes it inside adil_run_start, so a Ctrl-C landing between
+        # that and the Generation taking it cannot lose it (see _reap).
+        self._run_out: Any = ffi.new("adil_run **")
+        self._run_keep: list[Any] = []  # params, grammar, cancel flag of that run
+        self._run_owner: weakref.ref[Generation] | None = None
+        self._run_serial = 0  # which run the slot holds (addresses are reused)
+        self._cancel_lock = threading.Lock()  # a cancel never sees a freed run
         self._pieces: dict[int, bytes] = {}
         self.path = path
         self._context = self._new_context(threads, context_length)
@@ -434,19 +441,47 @@ class Model:
         params.read_timeout_ms = milliseconds("timeout.read", timeout.read)
         params.ignore_eos = int(bool(ignore_eos))
         keep.append(params)
-        # The slot owns the run from the moment the engine writes it (see
-        # generation.RunSlot): a Ctrl-C at any point cannot leak it.
         with self._calls:
-            slot = RunSlot(lib, self._calls, [*keep, self._require_context()])
-            current = self._generation() if self._generation is not None else None
-            if current is not None and current.is_open:
+            self._reap()
+            if self._run_out[0] != ffi.NULL:
                 raise BusyError("the model already serves a generation (one at a time)")
+            self._run_keep = keep
+            self._run_serial += 1
             check(lib, lib.adil_run_start(
                 self._require_context(), ffi.cast("int32_t *", ids.ctypes.data), len(ids),
-                params, slot.out))
-            generation = Generation(self, slot, self.token_bytes, stop)
-            self._generation = weakref.ref(generation)
+                params, self._run_out))
+            generation = Generation(self, self._run_out[0], self._run_serial, self.token_bytes,
+                                    stop)
+            self._run_owner = weakref.ref(generation)
         return generation
+
+    # -- the run slot (Generation calls these) ----------------------------
+    def _run_is(self, serial: int) -> bool:
+        """True while run number `serial` is the model's live run."""
+        return serial == self._run_serial and self._run_out[0] != ffi.NULL
+
+    def _free_run(self, serial: int) -> None:
+        """Frees run number `serial` if it is still live (idempotent)."""
+        with self._calls, self._cancel_lock:
+            if self._run_is(serial):
+                run = self._run_out[0]
+                self._run_out[0] = ffi.NULL  # no signal check between this and the free
+                self._lib.adil_run_free(run)
+
+    def _cancel_run(self, serial: int) -> None:
+        with self._cancel_lock:
+            if self._run_is(serial):
+                self._lib.adil_run_cancel(self._run_out[0])
+
+    def _reap(self) -> None:
+        """Frees a run whose Generation is gone: one an exception (Ctrl-C)
+        cut off before a Generation took it, or whose Generation was
+        collected without freeing it.  Called under the call lock."""
+        owner = self._run_owner() if self._run_owner is not None else None
+        if self._run_out[0] != ffi.NULL and (owner is None or not owner._owns(self._run_serial)):
+            self._free_run(self._run_serial)
+            self._run_owner = None
+            self._run_keep = []
 
     def _compile_grammar(self, schema: dict[str, Any]) -> Any:
         try:
@@ -471,7 +506,7 @@ class Model:
 
     # -- lifetime -------------------------------------------------------
     def _require_open(self) -> Any:
-        handle = self._slot[0] if self._slot is not None else ffi.NULL
+        handle = self._handle_out[0] if self._handle_out is not None else ffi.NULL
         if handle == ffi.NULL:
             raise InvalidArgumentError("the model is closed")
         return handle
@@ -492,22 +527,29 @@ class Model:
         with self._calls:
             check(lib, lib.adil_context_new(self._require_open(), params, out))
             # The destructor holds the model's slot: the model outlives it.
-            return ffi.gc(out[0], lambda p, _model=self._slot: lib.adil_context_free(p))
+            return ffi.gc(out[0], lambda p, _model=self._handle_out: lib.adil_context_free(p))
 
     def close(self) -> None:
         """Frees the context and the model.  Idempotent.  A generation still
         open must be closed first (else BusyError); a call of another thread
         in progress (tokenize, a step) is waited for."""
         with self._calls:
-            current = self._generation() if self._generation is not None else None
-            if current is not None and current.is_open:
+            if self._handle_out is None:
+                return
+            self._reap()
+            if self._run_out[0] != ffi.NULL:
                 raise BusyError("close the model's running generation first")
             context, self._context = self._context, None
             if context is not None:
                 ffi.release(context)
-            slot, self._slot = self._slot, None
+            slot, self._handle_out = self._handle_out, None
             if slot is not None:
                 ffi.release(slot)
+
+    def __del__(self) -> None:
+        # Collected without close(): the run (if any) goes before the context.
+        if getattr(self, "_run_out", None) is not None:
+            self._free_run(self._run_serial)
 
     def __enter__(self) -> Model:
         return self
@@ -519,7 +561,7 @@ class Model:
         return f"<adil.Model {self.path!r}>"
 
 
-def _free_model_slot(lib: Any, engine_handle: Any) -> Callable[[Any], None]:
+def _free_model_out(lib: Any, engine_handle: Any) -> Callable[[Any], None]:
     """The destructor of a model slot; it holds the engine handle, so the
     engine outlives the model."""
 

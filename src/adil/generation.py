@@ -10,8 +10,8 @@ run as soon as it ends so the model can serve the next one.
 from __future__ import annotations
 
 import codecs
-import functools
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -23,7 +23,7 @@ from .errors import AdilError, BusyError
 if TYPE_CHECKING:
     from .engine import Model
 
-__all__ = ["Completion", "Generation", "Piece", "RunSlot", "Stats"]
+__all__ = ["Completion", "Generation", "Piece", "Stats"]
 
 STEP_CAPACITY = 64
 _STOP_REASONS = {
@@ -76,51 +76,6 @@ class Completion:
     cancel_acknowledged: bool = False
 
 
-class RunSlot:
-    """Owns one engine run.
-
-    ``out`` is the ``adil_run **`` that ``adil_run_start`` writes into; it is
-    owned by Python from before the call, so the run is freed exactly once —
-    by :meth:`free` or, if an exception (Ctrl-C) lands anywhere in between,
-    by the garbage collector — and the model's one-run slot is never lost.
-    Freeing holds the model's call lock (a step in progress finishes first)
-    and the cancel lock (a cancel from another thread never sees a freed
-    run).  ``keepalive`` (params, grammar, cancel flag, the context) lives
-    until the run is freed."""
-
-    def __init__(self, lib: Any, calls: threading.RLock, keepalive: Sequence[Any]) -> None:
-        self._lib = lib
-        self._cancel_lock = threading.Lock()
-        self._free = functools.partial(_free_run, lib, calls, self._cancel_lock, tuple(keepalive))
-        self.out = ffi.gc(ffi.new("adil_run **"), self._free)
-
-    @property
-    def run(self) -> Any:
-        """The run, or NULL once freed."""
-        return self.out[0]
-
-    def cancel(self) -> None:
-        """Sets the run's cancelled flag (any thread; no-op once freed)."""
-        with self._cancel_lock:
-            run = self.out[0]
-            if run != ffi.NULL:
-                self._lib.adil_run_cancel(run)
-
-    def free(self) -> None:
-        """Frees the run now (idempotent)."""
-        self._free(self.out)
-
-
-def _free_run(lib: Any, calls: threading.RLock, cancel_lock: threading.Lock,
-              keepalive: tuple[Any, ...], out: Any) -> None:
-    del keepalive  # held by this partial until the run is gone
-    with calls, cancel_lock:
-        run = out[0]
-        out[0] = ffi.NULL  # no signal check between this store and the free
-        if run != ffi.NULL:
-            lib.adil_run_free(run)
-
-
 class Generation(Iterator[Piece]):
     """An iterator of :class:`Piece`; after it ends, ``text``, ``tokens``,
     ``stop_reason``, ``stats`` and ``cancel_acknowledged`` describe it.
@@ -136,13 +91,16 @@ class Generation(Iterator[Piece]):
     def __init__(
         self,
         model: Model,
-        slot: RunSlot,
+        run: Any,
+        serial: int,
         token_bytes: Callable[[int], bytes],
         stop: Sequence[str],
     ) -> None:
         self._lib = model._lib
+        self._model = model  # owns the run's slot, the context and the call lock
         self._calls = model._calls
-        self._slot = slot
+        self._run = run  # the model frees it
+        self._serial = serial  # which of the model's runs this is
         self._token_bytes = token_bytes
         self._stop = tuple(s for s in stop if s)
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -160,8 +118,11 @@ class Generation(Iterator[Piece]):
 
     @property
     def is_open(self) -> bool:
-        """True until the run is freed (finished, closed or collected)."""
-        return bool(self._slot.run != ffi.NULL)
+        """True until the run is freed (finished or closed)."""
+        return self._model._run_is(self._serial)
+
+    def _owns(self, serial: int) -> bool:
+        return serial == self._serial
 
     # -- iteration ------------------------------------------------------
     def __iter__(self) -> Generation:
@@ -174,7 +135,10 @@ class Generation(Iterator[Piece]):
             while True:
                 if self._pending_error is not None:
                     error, self._pending_error = self._pending_error, None
-                    raise error
+                    try:
+                        raise error
+                    finally:
+                        del error  # no frame -> exception -> frame cycle
                 if not self.is_open:
                     raise StopIteration
                 piece = self._step()
@@ -185,10 +149,9 @@ class Generation(Iterator[Piece]):
 
     def _step(self) -> Piece | None:
         with self._calls:
-            run = self._slot.run
-            if run == ffi.NULL:  # closed by another thread meanwhile
+            if not self.is_open:  # closed by another thread meanwhile
                 return None
-            status, interrupted = self._call_step(run)
+            status, interrupted = self._call_step(self._run)
             piece = self._take(status)
         if interrupted is not None:
             interrupted()
@@ -236,7 +199,7 @@ class Generation(Iterator[Piece]):
     def _finish(self, status: int, stopped_by_string: bool) -> None:
         raw = ffi.new("adil_run_stats *")
         raw.struct_size = ffi.sizeof("adil_run_stats")
-        check(self._lib, self._lib.adil_run_get_stats(self._slot.run, raw))
+        check(self._lib, self._lib.adil_run_get_stats(self._run, raw))
         self.stats = Stats(
             n_prompt_tokens=raw.n_prompt_tokens,
             n_cached_tokens=raw.n_cached_tokens,
@@ -247,34 +210,34 @@ class Generation(Iterator[Piece]):
         self.cancel_acknowledged = bool(raw.cancel_acknowledged)
         self.stop_reason = "stop_sequence" if stopped_by_string else _STOP_REASONS.get(
             raw.stop_reason, "error")
-        self._slot.free()
+        self._model._free_run(self._serial)
         if status not in (0, 1):  # ADIL_STATUS_CANCELLED ends the run, it is no error
             try:
                 check(self._lib, status, stop_reason=raw.stop_reason)
             except AdilError as error:
-                self._pending_error = error
+                self._pending_error = error.with_traceback(None)
 
     # -- lifetime -------------------------------------------------------
     def close(self) -> None:
         """Frees the run, cancelling it if still going.  Idempotent; any
         thread (a step in progress elsewhere stops within a layer's time
         and is waited for)."""
-        self._slot.cancel()
-        self._slot.free()
+        self._model._cancel_run(self._serial)
+        self._model._free_run(self._serial)
         if self.stop_reason == "running":
             self.stop_reason = "cancelled"
 
     def __del__(self) -> None:
-        # An abandoned stream must not leave its model busy for ever (the
-        # slot's own destructor would free the run too, a little later).
-        slot = getattr(self, "_slot", None)
-        if slot is not None:
-            slot.free()
+        # An abandoned stream frees its run at once (if this is cut short,
+        # the model's next call reaps it: Model._reap).
+        model = getattr(self, "_model", None)
+        if model is not None:
+            model._free_run(self._serial)
 
     def cancel(self) -> None:
         """Asks the run to stop before its next token, or within a layer of a
         prefill (any thread)."""
-        self._slot.cancel()
+        self._model._cancel_run(self._serial)
 
     def __enter__(self) -> Generation:
         return self
@@ -303,11 +266,11 @@ def _step_interruptibly(lib: Any, run: Any, buffer: Any,
     Returns the status and, if SIGINT came, a function that hands it to the
     handler that was installed before (KeyboardInterrupt by default)."""
     status: list[int] = []
-    frames: list[Any] = []
+    signals: list[int] = []
     errors: list[BaseException] = []
 
     def on_sigint(signum: int, frame: Any) -> None:
-        frames.append(frame)
+        signals.append(signum)  # not the frame: it would hold this stack in a cycle
         lib.adil_run_cancel(run)
 
     worker = threading.Thread(
@@ -325,12 +288,15 @@ def _step_interruptibly(lib: Any, run: Any, buffer: Any,
     finally:
         signal.signal(signal.SIGINT, previous)
     if errors:
-        raise errors[0]
-    if not frames:
+        try:
+            raise errors[0]
+        finally:
+            errors.clear()  # no frame -> list -> exception -> frame cycle
+    if not signals:
         return status[0], None
 
     def deliver() -> None:
         if callable(previous):
-            previous(signal.SIGINT, frames[0])
+            previous(signal.SIGINT, sys._getframe(1))
 
     return status[0], deliver
