@@ -74,6 +74,9 @@ bool adil_tokens_invalid(const adil_model *model, const int32_t *tokens, size_t 
 /* The number of CPU cores available to this process (>= 1). */
 uint32_t adil_cpu_count(void);
 
+/* Bytes of physical memory of the machine (UINT64_MAX when unknown). */
+uint64_t adil_physical_memory(void);
+
 /* Comma-separated CPU features that the kernels can use, detected at run
  * time, e.g. "sse3,avx2,fma,f16c,avx512f,avx512vnni".  Static storage. */
 const char *adil_cpu_features(void);

@@ -62,6 +62,12 @@ uint32_t adil_cpu_count(void) {
     return n >= 1 ? (uint32_t)n : 1u;
 }
 
+uint64_t adil_physical_memory(void) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return UINT64_MAX;
+    return (uint64_t)pages * (uint64_t)page;
+}
+
 ADIL_API uint32_t adil_abi_version(void) { return ADIL_ABI_VERSION; }
 
 ADIL_API const adil_component_info *adil_component(void) {

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The largest window: every position count fits in uint32 and int, and
+ * every size computed from it in 64 bits (checked in adil_forward_bytes). */
 #define ADIL_MAX_CTX (1u << 20)
 
 static adil_status pick_pool(adil_context *ctx, uint32_t n_threads) {
@@ -18,6 +20,24 @@ static adil_status pick_pool(adil_context *ctx, uint32_t n_threads) {
     }
     if (n_threads > ADIL_POOL_MAX_THREADS) n_threads = ADIL_POOL_MAX_THREADS;
     return adil_pool_create((int)n_threads, &ctx->own_pool);
+}
+
+/* Refuses a context whose buffers (KV cache, activations, tokens, logits)
+ * need more bytes than the machine has: malloc would hand out the untouched
+ * pages, and the process would be killed once a long generation filled them. */
+static adil_status check_memory(const adil_context *ctx) {
+    const adil_model *m = ctx->model;
+    const int nth = adil_pool_n_threads(ctx->shared_pool ? m->pool : ctx->own_pool);
+    uint64_t need = adil_forward_bytes(&m->tf, ctx->n_ctx, ctx->n_batch, nth);
+    const uint64_t more = ((uint64_t)ctx->n_ctx + (uint64_t)m->tf.hp.n_vocab) * sizeof(float);
+    need = need > UINT64_MAX - more ? UINT64_MAX : need + more;
+    const uint64_t have = adil_physical_memory();
+    if (need <= have) return ADIL_OK;
+    return adil_fail(ADIL_STATUS_OUT_OF_MEMORY,
+                     "adil_context_new: n_ctx %u needs %llu bytes (%.1f GiB of KV cache and "
+                     "activations), more than the %llu bytes (%.1f GiB) of memory of this machine",
+                     ctx->n_ctx, (unsigned long long)need, (double)need / 1073741824.0,
+                     (unsigned long long)have, (double)have / 1073741824.0);
 }
 
 ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_params *params,
@@ -43,6 +63,7 @@ ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_para
     ctx->n_ctx = n_ctx;
     ctx->n_batch = n_batch;
     st = pick_pool(ctx, p.n_threads);
+    if (st == ADIL_OK) st = check_memory(ctx);
     if (st == ADIL_OK)
         st = adil_forward_init(&ctx->fw, &model->tf, n_ctx, n_batch,
                                ctx->shared_pool ? model->pool : ctx->own_pool);

@@ -27,7 +27,7 @@ static adil_status open_file(adil_model *m, const char *path, bool use_mmap) {
 /* general.architecture → the architecture's loader. */
 static adil_status load_architecture(adil_model *m) {
     gguf_str arch;
-    adil_status st = gguf_get_str(m->file, "general.architecture", &arch, NULL);
+    adil_status st = gguf_get_cstr(m->file, "general.architecture", &arch, NULL);
     if (st != ADIL_OK) return st;
     m->arch = adil_arch_find(arch.ptr, (size_t)arch.len);
     if (!m->arch)
@@ -42,7 +42,7 @@ static adil_status load_architecture(adil_model *m) {
 static adil_status fill_info(adil_model *m, const char *path) {
     gguf_str s;
     bool found = false;
-    adil_status st = gguf_get_str(m->file, "general.name", &s, &found);
+    adil_status st = gguf_get_cstr(m->file, "general.name", &s, &found);
     if (st != ADIL_OK) return st;
     if (!found) {
         const char *base = strrchr(path, '/');
@@ -50,7 +50,7 @@ static adil_status fill_info(adil_model *m, const char *path) {
         s = (gguf_str){base, strlen(base)};
     }
     m->name = str_dup(s);
-    st = gguf_get_str(m->file, "tokenizer.chat_template", &s, &found);
+    st = gguf_get_cstr(m->file, "tokenizer.chat_template", &s, &found);
     if (st != ADIL_OK) return st;
     if (found) m->chat_template = str_dup(s);
     if (!m->name || (found && !m->chat_template))

@@ -178,6 +178,10 @@ adil_status gguf_get_f32(const gguf_file *f, const char *key, float *out, bool *
 adil_status gguf_get_bool(const gguf_file *f, const char *key, bool *out, bool *found);
 /* STRING: points into the file, not NUL-terminated (see gguf_str). */
 adil_status gguf_get_str(const gguf_file *f, const char *key, gguf_str *out, bool *found);
+/* STRING that the caller turns into a C string (a name shown to users, a
+ * template): as gguf_get_str, and a NUL byte inside is ADIL_STATUS_MODEL_FORMAT
+ * naming the key, since the C string would be cut at it. */
+adil_status gguf_get_cstr(const gguf_file *f, const char *key, gguf_str *out, bool *found);
 /* ARRAY of any element type; check out->type yourself or use
  * gguf_get_array_of() which also checks the element type. */
 adil_status gguf_get_array(const gguf_file *f, const char *key, gguf_array *out, bool *found);

@@ -236,6 +236,23 @@ adil_status gguf_get_str(const gguf_file *f, const char *key, gguf_str *out, boo
     return ADIL_OK;
 }
 
+adil_status gguf_get_cstr(const gguf_file *f, const char *key, gguf_str *out, bool *found) {
+    gguf_str s;
+    adil_status st = gguf_get_str(f, key, &s, found);
+    if (st != ADIL_OK || (found != NULL && !*found)) {
+        return st;
+    }
+    const char *nul = memchr(s.ptr, '\0', (size_t)s.len);
+    if (nul != NULL) {
+        return adil_fail(MF, "gguf: key '%s' at offset %" PRIu64 ": expected a string without NUL "
+                         "bytes (it is used as a C string), got a NUL at byte %zu of %" PRIu64,
+                         key, f->kvs[gguf_find_key(f, key)].key_offset, (size_t)(nul - s.ptr),
+                         s.len);
+    }
+    *out = s;
+    return ADIL_OK;
+}
+
 adil_status gguf_get_array(const gguf_file *f, const char *key, gguf_array *out, bool *found) {
     adil_status st;
     const gguf_kv *kv = lookup(f, key, found, &st);

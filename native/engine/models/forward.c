@@ -35,6 +35,54 @@ static size_t matmul_scratch(const adil_transformer *m, int64_t n_batch) {
     return blocks > out ? blocks : out;
 }
 
+/* An activation buffer of a forward pass: where it goes and its shape. */
+typedef struct fw_buffer {
+    float **ptr;
+    int64_t rows, cols;
+    const char *what;
+} fw_buffer;
+
+#define FW_BUFFERS (8 + 2 * ADIL_ROPE_TABLES)
+
+/* The activation buffers for `m` with n_ctx positions, batches of n_batch
+ * and nth threads: the one list that sizing and allocation both read. */
+static void fw_buffers(adil_forward *fw, const adil_hparams *hp, int64_t n_ctx, int64_t n_batch,
+                       int64_t nth, fw_buffer out[FW_BUFFERS]) {
+    const int64_t half_rot = hp->n_rot / 2 > 0 ? hp->n_rot / 2 : 1;
+    int n = 0;
+    out[n++] = (fw_buffer){&fw->x, n_batch, hp->n_embd, "x"};
+    out[n++] = (fw_buffer){&fw->xb, n_batch, hp->n_embd, "xb"};
+    out[n++] = (fw_buffer){&fw->xb2, n_batch, hp->n_embd, "xb2"};
+    out[n++] = (fw_buffer){&fw->q, n_batch, hp->n_head * hp->head_dim, "q"};
+    out[n++] = (fw_buffer){&fw->att, n_batch, hp->n_head * hp->head_dim_v, "att"};
+    out[n++] = (fw_buffer){&fw->scores, nth * ADIL_ATT_MAX_ROWS, n_ctx, "scores"};
+    out[n++] = (fw_buffer){&fw->hb, n_batch, hp->n_ff, "hb"};
+    out[n++] = (fw_buffer){&fw->hb2, n_batch, hp->n_ff, "hb2"};
+    for (int i = 0; i < ADIL_ROPE_TABLES; i++) {
+        out[n++] = (fw_buffer){&fw->rope[i].cs, n_batch, half_rot, "rope cos"};
+        out[n++] = (fw_buffer){&fw->rope[i].sn, n_batch, half_rot, "rope sin"};
+    }
+}
+
+/* a + b, saturating at UINT64_MAX (the "does not fit" of a byte count). */
+static uint64_t add_bytes(uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+uint64_t adil_forward_bytes(const adil_transformer *m, int64_t n_ctx, int64_t n_batch, int nth) {
+    const adil_hparams *hp = &m->hp;
+    uint64_t total = adil_kv_cache_bytes(hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim,
+                                         hp->n_head_kv * hp->head_dim_v);
+    adil_forward fw;
+    fw_buffer bufs[FW_BUFFERS];
+    fw_buffers(&fw, hp, n_ctx, n_batch, nth, bufs);
+    for (int i = 0; i < FW_BUFFERS; i++) {
+        const size_t n = floats(bufs[i].rows, bufs[i].cols);
+        total = add_bytes(total, n ? n * sizeof(float) : UINT64_MAX);
+    }
+    return add_bytes(total, matmul_scratch(m, n_batch));
+}
+
 adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, int64_t n_ctx,
                               int64_t n_batch, adil_pool *pool) {
     const adil_hparams *hp = &m->hp;
@@ -43,19 +91,10 @@ adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, int64
     fw->n_batch = n_batch;
     adil_status st = adil_kv_cache_init(&fw->kv, hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim,
                                         hp->n_head_kv * hp->head_dim_v);
-    const int64_t nth = adil_pool_n_threads(pool);
-    if (st == ADIL_OK) st = alloc_floats(&fw->x, n_batch, hp->n_embd, "x");
-    if (st == ADIL_OK) st = alloc_floats(&fw->xb, n_batch, hp->n_embd, "xb");
-    if (st == ADIL_OK) st = alloc_floats(&fw->xb2, n_batch, hp->n_embd, "xb2");
-    if (st == ADIL_OK) st = alloc_floats(&fw->q, n_batch, hp->n_head * hp->head_dim, "q");
-    if (st == ADIL_OK) st = alloc_floats(&fw->att, n_batch, hp->n_head * hp->head_dim_v, "att");
-    if (st == ADIL_OK) st = alloc_floats(&fw->scores, nth * ADIL_ATT_MAX_ROWS, n_ctx, "scores");
-    if (st == ADIL_OK) st = alloc_floats(&fw->hb, n_batch, hp->n_ff, "hb");
-    if (st == ADIL_OK) st = alloc_floats(&fw->hb2, n_batch, hp->n_ff, "hb2");
-    for (int i = 0; i < ADIL_ROPE_TABLES; i++) {
-        if (st == ADIL_OK) st = alloc_floats(&fw->rope[i].cs, n_batch, hp->n_rot / 2 > 0 ? hp->n_rot / 2 : 1, "rope cos");
-        if (st == ADIL_OK) st = alloc_floats(&fw->rope[i].sn, n_batch, hp->n_rot / 2 > 0 ? hp->n_rot / 2 : 1, "rope sin");
-    }
+    fw_buffer bufs[FW_BUFFERS];
+    fw_buffers(fw, hp, n_ctx, n_batch, adil_pool_n_threads(pool), bufs);
+    for (int i = 0; st == ADIL_OK && i < FW_BUFFERS; i++)
+        st = alloc_floats(bufs[i].ptr, bufs[i].rows, bufs[i].cols, bufs[i].what);
     if (st == ADIL_OK) {
         fw->mm_scratch_size = matmul_scratch(m, n_batch);
         fw->mm_scratch = malloc(fw->mm_scratch_size ? fw->mm_scratch_size : 1);

@@ -15,6 +15,14 @@ static size_t cache_floats(int64_t n_layer, int64_t n_ctx, int64_t width) {
     return (size_t)(a * b * c);
 }
 
+uint64_t adil_kv_cache_bytes(int64_t n_layer, int64_t n_ctx, int64_t k_width, int64_t v_width) {
+    if (n_layer <= 0 || n_ctx <= 0 || k_width <= 0 || v_width <= 0) return UINT64_MAX;
+    const size_t nk = cache_floats(n_layer, n_ctx, k_width);
+    const size_t nv = cache_floats(n_layer, n_ctx, v_width);
+    if (!nk || !nv || nk > (SIZE_MAX / sizeof(float)) - nv) return UINT64_MAX;
+    return (uint64_t)(nk + nv) * sizeof(float);
+}
+
 adil_status adil_kv_cache_init(adil_kv_cache *kv, int64_t n_layer, int64_t n_ctx, int64_t k_width,
                                int64_t v_width) {
     memset(kv, 0, sizeof *kv);

@@ -26,6 +26,10 @@ adil_status adil_kv_cache_init(adil_kv_cache *kv, int64_t n_layer, int64_t n_ctx
                                int64_t v_width);
 void adil_kv_cache_free(adil_kv_cache *kv);
 
+/* The bytes adil_kv_cache_init allocates for these sizes; UINT64_MAX when
+ * that overflows (or a size is not positive). */
+uint64_t adil_kv_cache_bytes(int64_t n_layer, int64_t n_ctx, int64_t k_width, int64_t v_width);
+
 /* Row `pos` of layer `il`'s keys / values. */
 static inline float *adil_kv_k(const adil_kv_cache *kv, int64_t il, int64_t pos) {
     return kv->k + (il * kv->n_ctx + pos) * kv->k_width;

@@ -107,7 +107,7 @@ adil_status adil_rope_scaling(const gguf_file *f, const char *arch, float *scale
     char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
     gguf_str type = {"", 0};
-    adil_status st = gguf_get_str(f, key, &type, &(bool){false});
+    adil_status st = gguf_get_cstr(f, key, &type, &(bool){false});
     if (st != ADIL_OK) return st;
     if (type.len && !gguf_str_eq(type, "linear") && !gguf_str_eq(type, "none"))
         return adil_fail(ADIL_STATUS_CAPABILITY,

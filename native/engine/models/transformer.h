@@ -148,6 +148,10 @@ adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, int64
                               int64_t n_batch, adil_pool *pool);
 void adil_forward_free(adil_forward *fw);
 
+/* The bytes adil_forward_init allocates for these sizes with nth threads
+ * (KV cache, activations, matmul scratch); UINT64_MAX when that overflows. */
+uint64_t adil_forward_bytes(const adil_transformer *m, int64_t n_ctx, int64_t n_batch, int nth);
+
 /* ---- architectures ------------------------------------------------------- */
 
 /* Evaluates tokens[0..n) at positions pos0.. (n <= fw->n_batch, pos0 + n <=

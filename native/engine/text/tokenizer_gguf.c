@@ -37,11 +37,11 @@ static adil_status get_name(const gguf_file *f, const char *key, char *buf, size
                             bool *found)
 {
     gguf_str s = {"", 0};
-    adil_status st = gguf_get_str(f, key, &s, found);
+    adil_status st = gguf_get_cstr(f, key, &s, found);
     if (st != ADIL_OK || (found && !*found)) {
         return st;
     }
-    if (s.len >= cap || memchr(s.ptr, 0, (size_t)s.len)) {
+    if (s.len >= cap) {
         return adil_fail(ADIL_STATUS_CAPABILITY, "tokenizer: key '%s': expected a name of under "
                          "%zu bytes, got %llu bytes", key, cap, (unsigned long long)s.len);
     }
