@@ -93,7 +93,7 @@ class FakeModel:
         self.kwargs: list[dict[str, Any]] = []
 
     def render_chat(self, messages: Sequence[dict[str, str]],
-                    add_generation_prompt: bool = True) -> str:
+                    add_generation_prompt: bool = True, *, deadline: Any = None) -> str:
         return "".join(f"<|{m['role']}|>\n{m['content']}\n" for m in messages) + "<|assistant|>\n"
 
     def cancel_token(self) -> FakeToken:

@@ -201,7 +201,8 @@ def test_a_shared_tool_serves_two_agents() -> None:
         def __init__(self) -> None:
             self.turns = ['<tool_call>{"name": "t", "arguments": {"to": "a"}}</tool_call>', "ok"]
 
-        def render_chat(self, messages: Any, add_generation_prompt: bool = True) -> str:
+        def render_chat(self, messages: Any, add_generation_prompt: bool = True,
+                        *, deadline: Any = None) -> str:
             return "prompt"
 
         def cancel_token(self) -> Any:

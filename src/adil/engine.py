@@ -27,6 +27,7 @@ from ._binding import ENGINE_LIBRARY as _ENGINE_LIBRARY
 from ._binding import HOST_MAJOR, HOST_MINOR, HOST_NAME, Library, check, ffi, open_library
 from ._validate import c_text, milliseconds, path_bytes, text_bytes, token_ids, uint32
 from .cancel import CancelToken
+from .chat import DEFAULT_TIMEOUT as CHAT_TIMEOUT
 from .chat import render_chat
 from .errors import (
     BusyError,
@@ -38,7 +39,7 @@ from .errors import (
 )
 from .generation import Completion, Generation
 from .sampling import Sampling
-from .timeouts import Timeout
+from .timeouts import Deadline, Timeout
 
 __all__ = ["Engine", "EngineInfo", "Model", "ModelInfo"]
 
@@ -331,9 +332,12 @@ class Model:
             "utf-8", "replace")
 
     def render_chat(
-        self, messages: Sequence[dict[str, str]], add_generation_prompt: bool = True
+        self, messages: Sequence[dict[str, str]], add_generation_prompt: bool = True,
+        *, timeout: float | None = CHAT_TIMEOUT, deadline: Deadline | None = None,
     ) -> str:
-        """The prompt for `messages`, from the model's chat template."""
+        """The prompt for `messages`, from the model's chat template,
+        rendered within `timeout` seconds and a caller's `deadline` (see
+        :func:`adil.chat.render_chat`)."""
         info = self._info
         return render_chat(
             info.chat_template,
@@ -341,6 +345,8 @@ class Model:
             add_generation_prompt=add_generation_prompt,
             bos_token=self._special_text(info.bos_token),
             eos_token=self._special_text(info.eos_token),
+            timeout=timeout,
+            deadline=deadline,
         )
 
     def _special_text(self, token: int | None) -> str:

@@ -124,7 +124,7 @@ class RunLoop:
     def _generate(self) -> tuple[str, GenerationLike]:
         config, seg = self.config, self.seg
         forced = self.config.forced_tool if self.state.turns == 0 else None
-        prompt = config.model.render_chat(self.conversation.snapshot())
+        prompt = config.model.render_chat(self.conversation.snapshot(), deadline=seg.deadline)
 
         def attempt() -> GenerationLike:
             left = seg.deadline.remaining()

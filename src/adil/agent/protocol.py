@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from ..timeouts import Timeout
+from ..timeouts import Deadline, Timeout
 
 __all__ = ["CancelTokenLike", "GenerationLike", "ModelLike"]
 
@@ -34,7 +34,8 @@ class GenerationLike(Protocol):
 
 class ModelLike(Protocol):
     def render_chat(
-        self, messages: Sequence[dict[str, str]], add_generation_prompt: bool = True
+        self, messages: Sequence[dict[str, str]], add_generation_prompt: bool = True,
+        *, deadline: Deadline | None = None,
     ) -> str: ...
 
     def generate(
