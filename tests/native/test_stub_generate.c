@@ -2,7 +2,8 @@
  * test_stub_generate.c — what a stub run writes: each call takes the next
  * turn (text, then the tool call in the SDK's syntax with the arguments
  * copied verbatim), EOS ends it; max_tokens, stop tokens, the context
- * window, one live run per model, and the run's statistics.
+ * window, one live run per model, the run's statistics, and a turn of
+ * 1.5 MB that comes out whole.
  */
 #include "test_stub_api.h"
 
@@ -252,11 +253,55 @@ static void test_one_run_per_model(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 }
 
+/* A turn of 1.5 MB comes out whole, byte for byte, in steps of 256 tokens:
+ * the stub's cost per token does not depend on how far into the turn it is
+ * (the run only keeps a position in the compiled turn). */
+static void test_long_output(const stub_api *api, adil_engine *engine)
+{
+    enum { LEN = 1500000 };
+    static const char head[] = "{\"context_length\": 2000000, \"turns\": [{\"text\": \"";
+    static const char tail[] = "\"}]}";
+    char *json = malloc(sizeof head + LEN + sizeof tail);
+    if (json == NULL)
+        return;
+    memcpy(json, head, sizeof head - 1);
+    for (size_t i = 0; i < LEN; i++)
+        json[sizeof head - 1 + i] = (char)('a' + i % 26);
+    memcpy(json + sizeof head - 1 + LEN, tail, sizeof tail);
+    adil_model *model = NULL;
+    CHECK_STATUS(api, test_load_text(api, engine, json, &model), ADIL_OK);
+    free(json);
+    if (model == NULL)
+        return;
+    adil_context *ctx = test_new_context(api, model, 2000000);
+    adil_run *run = NULL;
+    CHECK_STATUS(api, test_start(api, ctx, NULL, &run), ADIL_OK);
+    size_t total = 0, wrong = 0;
+    for (;;) {
+        int32_t tokens[256];
+        size_t n = 0;
+        adil_status st = api->run_step(run, tokens, 256, &n);
+        for (size_t i = 0; i < n; i++, total++)
+            wrong += tokens[i] != 'a' + (int32_t)(total % 26);
+        if (st != ADIL_OK || n == 0) {
+            CHECK_STATUS(api, st, ADIL_OK);
+            break;
+        }
+    }
+    CHECK(total == LEN && wrong == 0);
+    adil_run_stats stats = {.struct_size = sizeof stats};
+    CHECK_STATUS(api, api->run_get_stats(run, &stats), ADIL_OK);
+    CHECK(stats.n_generated == LEN && stats.stop_reason == ADIL_STOP_END_OF_TEXT);
+    api->run_free(run);
+    api->context_free(ctx);
+    api->model_free(model);
+}
+
 int main(void)
 {
     static const test_engine_case cases[] = {
         test_turns_in_order, test_small_steps, test_max_tokens_and_stop_tokens,
-        test_context_window, test_bad_prompts, test_one_run_per_model,
+        test_context_window, test_bad_prompts, test_one_run_per_model, test_long_output,
     };
     return test_stub_main("test_stub_generate", cases, sizeof cases / sizeof cases[0]);
 }
