@@ -58,3 +58,9 @@ def test_pages_cover_the_product_page(page: str, rows: list[str]) -> None:
     text = " ".join((DOCS / page).read_text(encoding="utf-8").split())
     missing = [row for row in rows if " ".join(row.split()) not in text]
     assert missing == []
+
+
+def test_threads_page_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (source,) = blocks("threads-and-signals.md")
+    exec(compile(source, "threads-and-signals.md", "exec"), {"__name__": "docs_threads"})
