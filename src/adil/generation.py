@@ -110,11 +110,25 @@ class Generation(Iterator[Piece]):
         self._stepped = False  # the first step (the prefill) has run
         self._held = ""  # text held back: it may be the start of a stop string
         self._pending_error: AdilError | None = None
-        self.text = ""
-        self.tokens: tuple[int, ...] = ()
+        # Appended per step and joined when read: += on a str or tuple
+        # attribute copies it, which made long outputs quadratic.
+        self._text_parts: list[str] = []
+        self._token_list: list[int] = []
         self.stop_reason = "running"
         self.cancel_acknowledged = False
         self.stats = Stats()
+
+    @property
+    def text(self) -> str:
+        """The text generated so far."""
+        if len(self._text_parts) > 1:
+            self._text_parts[:] = ["".join(self._text_parts)]
+        return self._text_parts[0] if self._text_parts else ""
+
+    @property
+    def tokens(self) -> tuple[int, ...]:
+        """The tokens generated so far."""
+        return tuple(self._token_list)
 
     @property
     def is_open(self) -> bool:
@@ -169,7 +183,7 @@ class Generation(Iterator[Piece]):
 
     def _take(self, status: int) -> Piece | None:
         tokens = tuple(int(t) for t in self._buffer[0 : self._n_out[0]])
-        self.tokens += tokens
+        self._token_list.extend(tokens)
         text = self._decoder.decode(b"".join(self._token_bytes(t) for t in tokens))
         stopped_by_string = False
         if self._stop:
@@ -180,7 +194,8 @@ class Generation(Iterator[Piece]):
                 text += self._held + self._decoder.decode(b"", final=True)
                 self._held = ""
             self._finish(status, stopped_by_string)
-        self.text += text
+        if text:
+            self._text_parts.append(text)
         return Piece(text, tokens) if (text or tokens) else None
 
     def _apply_stop(self, text: str) -> tuple[str, bool]:
