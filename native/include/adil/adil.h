@@ -311,6 +311,11 @@ typedef struct adil_context_params {
 
 ADIL_API void adil_context_default_params(adil_context_params *out);
 
+/* Makes a context for `model`; `params` may be NULL.  The CPU engine
+ * allocates the KV cache and activations here: ADIL_STATUS_INVALID_ARGUMENT
+ * for an n_ctx over 2^20, ADIL_STATUS_OUT_OF_MEMORY (message with the bytes)
+ * when they need more memory than the machine has or cannot be allocated.
+ * Free *out with adil_context_free before its model. */
 ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_params *params,
                                       adil_context **out);
 
