@@ -129,3 +129,23 @@ def test_closed_engine_and_model(stub_engine: adil.Engine, write_script: Callabl
         model.complete("hi")
     with pytest.raises(adil.InvalidArgumentError, match="closed"):
         engine.load_model(write_script({"turns": []}))
+
+
+def test_a_mapped_file_truncated_in_place_is_refused(tmp_path: Path) -> None:
+    """D9: truncating a mapped model file killed the process with SIGBUS at
+    the next run; now the run and logits() are refused, and a model loaded
+    with use_mmap=False keeps working on its own copy."""
+    path = tmp_path / "tiny.gguf"
+    write_tiny_model(path, "llama", T.Q8_0)
+    with adil.Engine.open() as engine:
+        mapped = engine.load_model(path, context_length=64)
+        copied = engine.load_model(path, context_length=64, use_mmap=False)
+        expected = copied.complete([2, 5, 6], max_tokens=2, ignore_eos=True).tokens
+        os.truncate(path, 1000)
+        with pytest.raises(adil.ModelFileError, match="changed since it was loaded"):
+            mapped.complete([2, 5, 6], max_tokens=2)
+        with pytest.raises(adil.ModelFileError):
+            mapped.logits([2, 5])
+        assert copied.complete([2, 5, 6], max_tokens=2, ignore_eos=True).tokens == expected
+        mapped.close()
+        copied.close()
