@@ -19,8 +19,13 @@
  *    otherwise.  On failure a message for the calling thread is available from
  *    adil_last_error(); it names what was expected and what was found.
  *  - An engine never calls exit() or abort() on bad input or bad files.
- *  - No hidden global state: everything lives in the handles below.  The
- *    per-thread last-error message is the only thread-local storage.
+ *  - No hidden mutable state: everything a call changes lives in the handles
+ *    below.  The per-thread last-error message is the only thread-local
+ *    storage.  Process-wide, set once by the first call that needs it and
+ *    read-only afterwards: the CPU engine's kernel level (the best the CPU
+ *    supports, or the one the environment variable ADIL_CPU=scalar|avx2|avx512
+ *    asks for, read that once; later changes to ADIL_CPU have no effect), the
+ *    kernel dispatch table built for it, and the component info.
  *
  * Thread safety (unless a function says otherwise)
  *  - Different handles may be used from different threads at the same time.
