@@ -39,7 +39,6 @@ struct adil_run {
     bool ignore_eos;                /* only stop_tokens end the run (benchmarks) */
     int32_t pending;                /* last emitted token, not yet evaluated; -1 none */
     adil_stop_reason pending_reason;/* set by the stop hook */
-    adil_status final_status;       /* what stopped the run */
     adil_run_stats stats;
 };
 
@@ -77,7 +76,6 @@ static adil_status stop_hook(void *user) { return check_stop(user); }
 static adil_status finish(adil_run *run, adil_stop_reason reason, adil_status status) {
     run->stats.stop_reason = reason;
     if (reason == ADIL_STOP_CANCELLED) run->stats.cancel_acknowledged = 1;
-    run->final_status = status;
     return status;
 }
 
