@@ -10,7 +10,7 @@
  *     silu(x) = x / (1 + e^-x)
  * The AVX2 and AVX-512 levels compute GELU in the equivalent sigmoid form
  *     gelu(x) = x / (1 + e^(-2 sqrt(2/pi) (x + 0.044715 x^3)))
- * with the vector e^x of vmath_x86.h.  Both are x / (1 + e^-t), t = 2u for
+ * with the vector e^x of simd/vmath_x86.h.  Both are x / (1 + e^-t), t = 2u for
  * GELU and t = x for SiLU.  Budget (test_activation.c), against the exact
  * value computed in double from the same float x:
  *     |simd - exact| <= (ADIL_ACT_MAX_REL_ERROR + ADIL_ACT_REL_ERROR_PER_T |t|) |exact|
@@ -35,7 +35,7 @@
 typedef void (*adil_glu_fn)(float *gate, const float *up, int64_t n);
 
 /* y[i] = e^x[i], i < n (y may equal x).  SIMD levels: the e^x of
- * vmath_x86.h, the one the attention softmax uses (see there for its range
+ * simd/vmath_x86.h, the one the attention softmax uses (see there for its range
  * and error); scalar: expf. */
 typedef void (*adil_exp_fn)(const float *x, float *y, int64_t n);
 

@@ -17,7 +17,7 @@
  * do not depend on the number of threads or on how tiles are formed.
  *
  * Levels: scalar is the reference (per row, per key, double softmax sum);
- * AVX2 and AVX-512 use register tiles and the vector e^x of vmath_x86.h.
+ * AVX2 and AVX-512 use register tiles and the vector e^x of simd/vmath_x86.h.
  * Budget (test_attention.c): each output element within
  *     ADIL_ATT_MAX_ERROR * max_p |v[p]| * (1 + max_p |q·k[p] * scale|)
  * of the reference, p over the row's visible positions (rounding a score s

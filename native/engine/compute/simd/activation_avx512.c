@@ -3,7 +3,7 @@
  */
 #if defined(__x86_64__)
 #include "compute/activation.h"
-#include "compute/vmath_x86.h"
+#include "compute/simd/vmath_x86.h"
 
 #include <math.h>
 

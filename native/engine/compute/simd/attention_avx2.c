@@ -6,7 +6,7 @@
  */
 #if defined(__x86_64__)
 #include "compute/attention.h"
-#include "compute/vmath_x86.h"
+#include "compute/simd/vmath_x86.h"
 
 #include <math.h>
 #include <string.h>
@@ -143,7 +143,7 @@ static void pv(const adil_att_tile *t, const float *p, int64_t span, int64_t f0,
     }
 }
 
-#include "compute/attention_level.h"
+#include "compute/simd/attention_level.h"
 
 void adil_attend_avx2(const adil_att_tile *t) { attend_tile(t); }
 #endif

@@ -13,7 +13,7 @@
  */
 #if defined(__x86_64__)
 #include "compute/attention.h"
-#include "compute/vmath_x86.h"
+#include "compute/simd/vmath_x86.h"
 
 #include <math.h>
 #include <string.h>
@@ -146,7 +146,7 @@ static void pv(const adil_att_tile *t, const float *p, int64_t span, int64_t f0,
     }
 }
 
-#include "compute/attention_level.h"
+#include "compute/simd/attention_level.h"
 
 void adil_attend_avx512(const adil_att_tile *t) { attend_tile(t); }
 #endif
