@@ -6,40 +6,39 @@
  */
 #if defined(__x86_64__)
 #include "compute/attention.h"
+#include "compute/simd/always_inline.h"
 #include "compute/simd/vmath_x86.h"
 
 #include <math.h>
 #include <string.h>
 
-#define ATT_INLINE static inline __attribute__((always_inline))
-
 /* Lanes [0, left) as a maskload mask, left clamped to 0 .. 8. */
-ATT_INLINE __m256i lanes(int64_t left) {
+ADIL_INLINE __m256i lanes(int64_t left) {
     const int l = left >= 8 ? 8 : left <= 0 ? 0 : (int)left;
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(l), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 /* (low half + high half) of a and of b, side by side. */
-ATT_INLINE __m256 fold_halves(__m256 a, __m256 b) {
+ADIL_INLINE __m256 fold_halves(__m256 a, __m256 b) {
     return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
 }
 
 /* Adjacent lanes summed within each 128-bit half, for a and b. */
-ATT_INLINE __m256 fold_pairs(__m256 a, __m256 b) {
+ADIL_INLINE __m256 fold_pairs(__m256 a, __m256 b) {
     return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
                          _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
 /* The 8 lane sums of acc[2i + j] (i < 4, j < 2), in lane 4j + i.  The same
  * tree for every accumulator (see attention_avx512.c). */
-ATT_INLINE __m256 reduce_4x2(const __m256 acc[8]) {
+ADIL_INLINE __m256 reduce_4x2(const __m256 acc[8]) {
     __m256 s[4];
     for (int m = 0; m < 4; m++) s[m] = fold_halves(acc[2 * m], acc[2 * m + 1]);
     return fold_pairs(fold_pairs(s[0], s[1]), fold_pairs(s[2], s[3]));
 }
 
 /* q[i] · k[j] for 4 rows and 2 keys of n floats, in lane 4j + i. */
-ATT_INLINE __m256 dot_4x2(const float *const q[4], const float *const k[2], int64_t n) {
+ADIL_INLINE __m256 dot_4x2(const float *const q[4], const float *const k[2], int64_t n) {
     __m256 acc[8];
     for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
     for (int64_t d = 0; d < n; d += 8) {
@@ -75,13 +74,13 @@ static void scores(const adil_att_tile *t, int64_t f0, int64_t span, float *s) {
 }
 
 /* Lanes-wide maximum and sum, in a fixed order. */
-ATT_INLINE float hmax8(__m256 v) {
+ADIL_INLINE float hmax8(__m256 v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
     return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
 }
 
-ATT_INLINE float hsum8(__m256 v) {
+ADIL_INLINE float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
@@ -109,7 +108,7 @@ static float softmax(float *x, int64_t n) {
 }
 
 /* Pass 3 for R rows and output dims [d0, d0 + 16), in key order. */
-ATT_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span,
+ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span,
                         int64_t f0, int64_t d0, const float *inv) {
     const __m256i m0 = lanes(t->head_dim_v - d0), m1 = lanes(t->head_dim_v - d0 - 8);
     __m256 acc[4][2];

@@ -13,32 +13,31 @@
  */
 #if defined(__x86_64__)
 #include "compute/attention.h"
+#include "compute/simd/always_inline.h"
 #include "compute/simd/vmath_x86.h"
 
 #include <math.h>
 #include <string.h>
 
-#define ATT_INLINE static inline __attribute__((always_inline))
-
 /* Lanes [0, left) of a vector, left clamped to 0 .. 16. */
-ATT_INLINE __mmask16 lanes(int64_t left) {
+ADIL_INLINE __mmask16 lanes(int64_t left) {
     return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1u);
 }
 
 /* (a.quarters 0,1 + 2,3) of a and b side by side: the same fold for both. */
-ATT_INLINE __m512 fold_halves(__m512 a, __m512 b) {
+ADIL_INLINE __m512 fold_halves(__m512 a, __m512 b) {
     return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
                          _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
 /* (quarter 0 + 1, quarter 2 + 3) of a and of b. */
-ATT_INLINE __m512 fold_quarters(__m512 a, __m512 b) {
+ADIL_INLINE __m512 fold_quarters(__m512 a, __m512 b) {
     return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
                          _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
 /* Adjacent lanes summed within each 128-bit quarter, for a and b. */
-ATT_INLINE __m512 fold_pairs(__m512 a, __m512 b) {
+ADIL_INLINE __m512 fold_pairs(__m512 a, __m512 b) {
     return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
                          _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
 }
@@ -47,7 +46,7 @@ ATT_INLINE __m512 fold_pairs(__m512 a, __m512 b) {
  * accumulator is summed by the same tree whatever its index (every fold
  * treats its two inputs alike), so a dot product's value does not depend on
  * where in the tile it was computed. */
-ATT_INLINE __m512 reduce_4x4(const __m512 acc[16]) {
+ADIL_INLINE __m512 reduce_4x4(const __m512 acc[16]) {
     __m512 s[8], w[4];
     for (int m = 0; m < 8; m++) s[m] = fold_halves(acc[2 * m], acc[2 * m + 1]);
     for (int n = 0; n < 4; n++) w[n] = fold_quarters(s[2 * n], s[2 * n + 1]);
@@ -58,7 +57,7 @@ ATT_INLINE __m512 reduce_4x4(const __m512 acc[16]) {
 }
 
 /* q[i] · k[j] for 4 rows and 4 keys of n floats, in lane 4i + j. */
-ATT_INLINE __m512 dot_4x4(const float *const q[4], const float *const k[4], int64_t n) {
+ADIL_INLINE __m512 dot_4x4(const float *const q[4], const float *const k[4], int64_t n) {
     __m512 acc[16];
     for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
     for (int64_t d = 0; d < n; d += 16) {
@@ -111,7 +110,7 @@ static float softmax(float *x, int64_t n) {
 
 /* Pass 3 for R rows (p: their weights, span apart) and output dims
  * [d0, d0 + 64): o = (Σ_j p[j] v(f0 + j)) * inv, summed in key order. */
-ATT_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span,
+ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span,
                         int64_t f0, int64_t d0, const float *inv) {
     __mmask16 dm[4];
     for (int c = 0; c < 4; c++) dm[c] = lanes(t->head_dim_v - d0 - 16 * c);

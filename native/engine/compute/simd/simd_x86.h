@@ -12,13 +12,10 @@
 #error "simd_x86.h needs a file compiled with -mavx2 -mfma -mf16c"
 #endif
 
+#include "compute/simd/always_inline.h"
 #include "compute/weight_types.h"
 
 #include <immintrin.h>
-
-/* Kernels are written as one generic core with compile-time shape
- * arguments; forcing the inlining is what turns them into constants. */
-#define ADIL_INLINE static inline __attribute__((always_inline))
 
 /* IEEE half to float (exact; F16C). */
 ADIL_INLINE float simd_fp16(adil_fp16 h) {

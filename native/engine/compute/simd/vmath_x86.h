@@ -23,9 +23,9 @@
 #error "vmath_x86.h needs a file compiled with -mavx2 -mfma"
 #endif
 
-#include <immintrin.h>
+#include "compute/simd/always_inline.h"
 
-#define VMATH_INLINE static inline __attribute__((always_inline))
+#include <immintrin.h>
 
 #define VMATH_EXP_HI 88.0f
 #define VMATH_EXP_LO (-87.0f)
@@ -41,7 +41,7 @@
 #define VMATH_C3 (1.0f / 6.0f)
 #define VMATH_C2 0.5f
 
-VMATH_INLINE __m256 vmath_exp8(__m256 x) {
+ADIL_INLINE __m256 vmath_exp8(__m256 x) {
     const __m256 too_small = _mm256_cmp_ps(x, _mm256_set1_ps(VMATH_EXP_LO), _CMP_LT_OQ);
     const __m256 too_big = _mm256_cmp_ps(x, _mm256_set1_ps(VMATH_EXP_HI), _CMP_GT_OQ);
     x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(VMATH_EXP_LO)), _mm256_set1_ps(VMATH_EXP_HI));
@@ -64,7 +64,7 @@ VMATH_INLINE __m256 vmath_exp8(__m256 x) {
 }
 
 #if defined(__AVX512F__)
-VMATH_INLINE __m512 vmath_exp16(__m512 x) {
+ADIL_INLINE __m512 vmath_exp16(__m512 x) {
     /* beyond these, 2^n alone under- or overflows; the clamp keeps n an int */
     x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(VMATH_LOG2E)),
