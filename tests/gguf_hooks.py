@@ -1,10 +1,14 @@
-"""cffi access to the engine's internal test hooks (native/engine/internal/
-adil_internal.h): the GGUF reader and the weight-type kernels.  Test-only;
-the hooks are not part of the ABI."""
+"""cffi access to the engine's test hooks (tests/native/hooks/adil_internal.h):
+the GGUF reader, the weight-type kernels and the CPU level.  The hooks are
+not part of the ABI and not in the shipped libadil_engine: they live in the
+test-only libadil_engine_hooks, built with -DADIL_BUILD_TESTS=ON next to the
+engine (point ADIL_LIBRARY_DIR at that build's lib/).  The declarations are
+read from the hooks' header and adil.h, never copied here."""
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -14,36 +18,46 @@ import numpy as np
 import pytest
 from cffi import FFI
 
-ADIL_OK = 0
-ADIL_STATUS_MODEL_FORMAT = 8
-ADIL_STATUS_INVALID_ARGUMENT = 10
-ADIL_STATUS_IO = 11
+import adil._cdef
 
-CDEF = """
-typedef int adil_status;
-const char *adil_last_error(void);
-adil_status adil_internal_gguf_check(const void *data, size_t size);
-adil_status adil_internal_gguf_check_file(const char *path);
-size_t adil_internal_row_size(uint32_t type, int64_t n);
-adil_status adil_internal_dequantize(uint32_t type, const void *src, int64_t n, float *dst);
-adil_status adil_internal_quantize(uint32_t type, const float *src, int64_t n, void *dst);
-adil_status adil_internal_vec_dot(uint32_t type, int64_t n, const void *weight_row,
-                                  const float *x, float *out);
-adil_status adil_internal_matmul(uint32_t type, int64_t rows, int64_t cols, const void *w,
-                                 int64_t n_tokens, const float *x, float *y, int n_threads);
-adil_status adil_internal_get_rows(uint32_t type, int64_t rows, int64_t cols, const void *w,
-                                   const int32_t *ids, int64_t n_ids, float *dst);
-"""
+ROOT = Path(__file__).resolve().parent.parent
+HOOKS_HEADER = ROOT / "tests" / "native" / "hooks" / "adil_internal.h"
+HOOKS_LIBRARY = "libadil_engine_hooks.so"
 
 
-def engine_library_path() -> Path:
-    """$ADIL_LIBRARY_DIR/libadil_engine.so, else the installed package's copy."""
+def _hooks_cdef() -> str:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gen_cdef
+    finally:
+        sys.path.pop(0)
+    return str(gen_cdef.header_to_cdef(HOOKS_HEADER.read_text(encoding="utf-8")))
+
+
+CDEF = adil._cdef.CDEF + _hooks_cdef()
+_DECLARED = FFI()
+_DECLARED.cdef(CDEF)
+_STATUSES: dict[str, int] = _DECLARED.typeof("adil_status").relements
+ADIL_OK = _STATUSES["ADIL_OK"]
+ADIL_STATUS_MODEL_FORMAT = _STATUSES["ADIL_STATUS_MODEL_FORMAT"]
+ADIL_STATUS_INVALID_ARGUMENT = _STATUSES["ADIL_STATUS_INVALID_ARGUMENT"]
+ADIL_STATUS_IO = _STATUSES["ADIL_STATUS_IO"]
+
+
+def hooks_library_path() -> Path | None:
+    """$ADIL_LIBRARY_DIR/libadil_engine_hooks.so; None without ADIL_LIBRARY_DIR
+    (an installed package has no test hooks)."""
     override = os.environ.get("ADIL_LIBRARY_DIR")
-    if override:
-        return Path(override) / "libadil_engine.so"
-    import adil._binding
+    return Path(override) / HOOKS_LIBRARY if override else None
 
-    return adil._binding.library_dir() / "libadil_engine.so"
+
+def require_hooks_library() -> Path:
+    """The hooks library under test; skips when it is not built."""
+    path = hooks_library_path()
+    if path is None or not path.exists():
+        pytest.skip(f"{HOOKS_LIBRARY} not found ({path or 'ADIL_LIBRARY_DIR unset'}): build with "
+                    "-DADIL_BUILD_TESTS=ON and set ADIL_LIBRARY_DIR to the build's lib/")
+    return path
 
 
 @dataclass(frozen=True)
@@ -155,8 +169,5 @@ def _load(path: str) -> Hooks:
 
 
 def hooks() -> Hooks:
-    """The hooks of the engine under test; skips when it is not built."""
-    path = engine_library_path()
-    if not path.exists():
-        pytest.skip(f"engine library not built: {path}")
-    return _load(str(path))
+    """The hooks of the engine under test; skips when they are not built."""
+    return _load(str(require_hooks_library()))

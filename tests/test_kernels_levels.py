@@ -17,20 +17,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from gguf_hooks import engine_library_path
+from gguf_hooks import require_hooks_library
 
 LEVELS = ("scalar", "avx2", "avx512")
 TESTS = Path(__file__).resolve().parent
 
-LEVEL_SCRIPT = """
+LEVEL_SCRIPT = f"""
 import sys
-from cffi import FFI
-ffi = FFI()
-ffi.cdef("const char *adil_internal_cpu_level(void);")
-ffi.cdef("const char *adil_internal_cpu_level_note(void);")
-lib = ffi.dlopen(sys.argv[1])
-print(ffi.string(lib.adil_internal_cpu_level()).decode())
-print(ffi.string(lib.adil_internal_cpu_level_note()).decode())
+sys.path.insert(0, {str(TESTS)!r})
+from gguf_hooks import _load
+hooks = _load(sys.argv[1])
+print(hooks.ffi.string(hooks.lib.adil_internal_cpu_level()).decode())
+print(hooks.ffi.string(hooks.lib.adil_internal_cpu_level_note()).decode())
 """
 
 
@@ -55,17 +53,10 @@ def supported_levels() -> list[str]:
     return levels
 
 
-def library() -> Path:
-    path = engine_library_path()
-    if not path.exists():
-        pytest.skip(f"engine library not built: {path}")
-    return path
-
-
 def level_in_subprocess(requested: str) -> tuple[str, str]:
     env = dict(os.environ, ADIL_CPU=requested)
     out = subprocess.run(
-        [sys.executable, "-c", LEVEL_SCRIPT, str(library())],
+        [sys.executable, "-c", LEVEL_SCRIPT, str(require_hooks_library())],
         env=env,
         capture_output=True,
         text=True,
@@ -96,7 +87,7 @@ def test_unknown_level_falls_back_with_a_note() -> None:
 def test_weight_types_at_level(level: str) -> None:
     if level not in supported_levels():
         pytest.skip(f"this CPU does not support {level}")
-    library()
+    require_hooks_library()
     env = dict(os.environ, ADIL_CPU=level)
     result = subprocess.run(
         [

@@ -1,10 +1,10 @@
 /*
  * test_hooks.c — the adil_internal_* functions (see adil_internal.h): thin
  * wrappers that let the Python tests reach the GGUF reader and the kernels
- * through the shared library.  Each checks its arguments, since Python
+ * through libadil_engine_hooks.  Each checks its arguments, since Python
  * passes whatever a test builds.
  */
-#include "internal/adil_internal.h"
+#include "adil_internal.h"
 
 #include "adil_common.h"
 #include "compute/matmul.h"

@@ -1,8 +1,11 @@
 /*
- * adil_internal.h — test hooks exported by the engine shared library so the
- * Python tests can drive internals (GGUF reader, kernels) through cffi.
- * NOT part of the ABI: no stability promise, no struct_size, may change with
- * any commit.  Every hook returns an adil_status and sets adil_last_error().
+ * adil_internal.h — test hooks exported by libadil_engine_hooks, a test-only
+ * build of the engine (see CMakeLists.txt here), so the Python tests can
+ * drive internals (GGUF reader, kernels, the CPU level) through cffi
+ * (tests/gguf_hooks.py reads its declarations from this file).  NOT part of
+ * the ABI and not in the shipped libadil_engine: no stability promise, no
+ * struct_size, may change with any commit.  The hooks that return an
+ * adil_status set adil_last_error() on failure.
  */
 #ifndef ADIL_INTERNAL_H
 #define ADIL_INTERNAL_H
@@ -46,5 +49,13 @@ ADIL_API adil_status adil_internal_matmul(uint32_t type, int64_t rows, int64_t c
 ADIL_API adil_status adil_internal_get_rows(uint32_t type, int64_t rows, int64_t cols,
                                             const void *w, const int32_t *ids, int64_t n_ids,
                                             float *dst);
+
+/* The kernel level the library dispatches to ("scalar", "avx2", "avx512"),
+ * so a test can check that ADIL_CPU took effect. */
+ADIL_API const char *adil_internal_cpu_level(void);
+
+/* "" when ADIL_CPU was unset or honoured; else the note on the request the
+ * library could not honour. */
+ADIL_API const char *adil_internal_cpu_level_note(void);
 
 #endif /* ADIL_INTERNAL_H */
