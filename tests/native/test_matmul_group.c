@@ -1,18 +1,19 @@
 /*
- * test_matmul_group.c — adil_matmul_group (compute/matmul_group.h) against
- * adil_matmul, which it must equal bit for bit:
+ * test_matmul_group.c — the matmul driver (compute/matmul.h) against the
+ * level's vec_dot of every row and token, which each output must equal bit
+ * for bit:
  *   - groups of 1..4 weights of mixed types (legacy, K-quant and float, so
  *     one or several activation types share the scratch), with 1, 3 and 70
  *     tokens, row counts that are and are not multiples of the chunk grain,
  *     on no pool and pools of 1..3 threads;
  *   - with an epilogue: every row range covered exactly once, after its
  *     outputs are final (the epilogue checks them);
+ *   - each weight alone through adil_matmul, the group of one;
  *   - refusals: differing cols, differing rows with an epilogue, no
  *     weights, too small a scratch.
  * The selected CPU level is used (ADIL_CPU picks it).
  */
 #include "compute/matmul.h"
-#include "compute/matmul_group.h"
 #include "compute/threadpool.h"
 #include "compute/weight_types.h"
 
@@ -80,6 +81,25 @@ static adil_weight make_weight(const type_info *ti, int64_t rows) {
     return w;
 }
 
+/* want[t * rows + r] = vec_dot(row r, token t), x quantized as matmul does
+ * into `act` (adil_matmul_scratch_size bytes). */
+static void want_by_vec_dot(const adil_weight *w, const float *x, int64_t n_tokens, float *want,
+                            void *act) {
+    const adil_wtype_traits *wt = adil_wtype_get(w->type);
+    const size_t w_row = adil_row_size(w->type, COLS);
+    size_t act_row = COLS * sizeof(float);
+    const uint8_t *a = (const uint8_t *)x;
+    if (wt->vec_dot_type != ADIL_WT_F32) {
+        act_row = adil_row_size(wt->vec_dot_type, COLS);
+        for (int64_t t = 0; t < n_tokens; t++)
+            adil_wtype_get(wt->vec_dot_type)->quantize_row(x + t * COLS, (uint8_t *)act + (size_t)t * act_row, COLS);
+        a = act;
+    }
+    for (int64_t t = 0; t < n_tokens; t++)
+        for (int64_t r = 0; r < w->rows; r++)
+            want[t * w->rows + r] = wt->vec_dot(COLS, (const uint8_t *)w->data + (size_t)r * w_row, a + (size_t)t * act_row);
+}
+
 /* Epilogue: rows [r0, r1) seen once, and their outputs already final. */
 typedef struct epi_check {
     const adil_mm_group *g;
@@ -120,8 +140,7 @@ static void run_case(adil_pool *pool, int n, const int *types, const int64_t *ro
         one_most = s > one_most ? s : one_most;
     }
     void *one_scratch = malloc(one_most + 64);
-    for (int i = 0; i < n; i++)
-        CHECK(adil_matmul(NULL, &w[i], x, n_tokens, want[i], one_scratch, one_most) == ADIL_OK);
+    for (int i = 0; i < n; i++) want_by_vec_dot(&w[i], x, n_tokens, want[i], one_scratch);
     epi_check *e = calloc(1, sizeof *e);
     e->g = &g;
     e->want = want;
@@ -141,6 +160,10 @@ static void run_case(adil_pool *pool, int n, const int *types, const int64_t *ro
     }
     if (need > 0) /* one byte short: refused */
         CHECK(adil_matmul_group(pool, &g, x, n_tokens, scratch, need - 1) == ADIL_STATUS_INVALID_ARGUMENT);
+    for (int i = 0; i < n; i++) { /* each weight alone: the group of one */
+        CHECK(adil_matmul(pool, &w[i], x, n_tokens, got[i], one_scratch, one_most) == ADIL_OK);
+        CHECK(memcmp(got[i], want[i], sizeof(float) * (size_t)(n_tokens * rows[i])) == 0);
+    }
     for (int i = 0; i < n; i++) {
         free((void *)w[i].data);
         free(want[i]);

@@ -8,7 +8,7 @@
 #include "models/blocks.h"
 
 #include "compute/activation.h"
-#include "compute/matmul_group.h"
+#include "compute/matmul.h"
 
 /* The q/k/v projections of layer il (outputs bound by the caller). */
 static adil_mm_group qkv_group(const adil_layer *L, float *q, float *k, float *v) {

@@ -5,7 +5,7 @@
 #include "models/transformer.h"
 
 #include "compute/attention.h"
-#include "compute/matmul_group.h"
+#include "compute/matmul.h"
 #include "models/blocks.h"
 
 #include <stdlib.h>

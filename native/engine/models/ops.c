@@ -7,7 +7,7 @@
 
 #include "compute/activation.h"
 #include "compute/attention.h"
-#include "compute/matmul_group.h"
+#include "compute/matmul.h"
 
 
 #include <math.h>

@@ -1,7 +1,7 @@
 /*
  * ops.h — the non-matmul steps of a transformer forward pass: RMS norm, RoPE,
  * residual adds, attention over the KV cache, and the final logit soft-cap.
- * Matrix products are compute/matmul_group.h; the gated activation runs
+ * Matrix products are compute/matmul.h; the gated activation runs
  * inside the FFN's (blocks.c).
  *
  * Row-major buffers; (T, n) means T rows of n floats.
