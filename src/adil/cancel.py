@@ -8,7 +8,6 @@ function, with the same token, that a native (C) tool receives.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from ._binding import Library, check, ffi
@@ -24,7 +23,6 @@ class CancelToken:
         out = ffi.new("adil_cancel_flag **")
         check(library.lib, library.lib.adil_cancel_flag_new(out))
         self._flag = ffi.gc(out[0], library.lib.adil_cancel_flag_free)
-        self._lock = threading.Lock()
 
     def cancel(self) -> None:
         """Sets the flag (idempotent, any thread)."""

@@ -507,17 +507,6 @@ int32_t adil_tokenizer_find(const adil_tokenizer *tok, const char *text, size_t 
     return (text || len == 0) ? adil_vocab_find(tok, text ? text : "", len) : -1;
 }
 
-const char *adil_tokenizer_token_text(const adil_tokenizer *tok, int32_t id, size_t *len)
-{
-    if (id < 0 || (uint32_t)id >= tok->n_vocab) {
-        return NULL;
-    }
-    if (len) {
-        *len = tok->vocab[id].len;
-    }
-    return adil_vocab_text(tok, id);
-}
-
 adil_token_type adil_tokenizer_token_type(const adil_tokenizer *tok, int32_t id)
 {
     if (id < 0 || (uint32_t)id >= tok->n_vocab) {

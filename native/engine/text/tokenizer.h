@@ -123,10 +123,6 @@ void adil_tokenizer_get_info(const adil_tokenizer *tok, adil_tokenizer_info *out
  * the vocabulary has duplicates, the highest id wins, as in llama.cpp). */
 int32_t adil_tokenizer_find(const adil_tokenizer *tok, const char *text, size_t len);
 
-/* The raw vocabulary string of `id` (not NUL-terminated) and its length, or
- * NULL for an id out of range.  Owned by the tokenizer. */
-const char *adil_tokenizer_token_text(const adil_tokenizer *tok, int32_t id, size_t *len);
-
 /* The token type of `id` (after llama.cpp's fix-ups: end-of-generation
  * texts are made control tokens); ADIL_TOKEN_TYPE_UNDEFINED when out of range. */
 adil_token_type adil_tokenizer_token_type(const adil_tokenizer *tok, int32_t id);
