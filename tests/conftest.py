@@ -25,7 +25,7 @@ settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 ROOT = Path(__file__).resolve().parent.parent
-VARIANTS = ("abi1", "abi3", "missing_symbol", "bad_struct_size", "refuses_host")
+VARIANTS = ("abi1", "abi3", "missing_symbol", "short_struct", "refuses_host", "abi2_1")
 
 
 @pytest.fixture(scope="session")
@@ -65,7 +65,9 @@ def _cmake() -> str:
 
 @pytest.fixture(scope="session")
 def variant_libraries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Paths of the deliberately mismatched engines, plus two non-engines."""
+    """Paths of the deliberately mismatched engines, plus two non-engines,
+    and of abi2_1: a 2.1 handshake with fields appended to every struct,
+    which a 2.0 host accepts."""
     build = tmp_path_factory.mktemp("variants")
     cmake = _cmake()
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []

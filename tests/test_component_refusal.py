@@ -1,7 +1,8 @@
 """Refusal matrix (DESIGN §2): every mismatched component gives
 ComponentRefusedError with the right code and a message naming the file,
 what was found and what was expected; afterwards the good stub still opens
-and generates."""
+and generates.  An engine of a later minor whose structs have appended
+fields is accepted (adil.h's struct_size rule)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ CASES = {
     "abi1": ("library_refused", ["ABI version 1.0", "expected ABI version 2"]),
     "abi3": ("library_refused", ["ABI version 3.0", "expected ABI version 2"]),
     "missing_symbol": ("library_refused", ["adil_run_step", "expected every function"]),
-    "bad_struct_size": ("library_refused", ["sizeof(adil_run_params)", "expected"]),
+    "short_struct": ("library_refused", ["sizeof(adil_run_params) =", "expected at least",
+                                         "2.0 size"]),
     "refuses_host": ("host_refused", ["refused this host", "adil-python 2.0"]),
     "not_adil": ("library_refused", ["not export adil_abi_version", "expected an ADIL engine"]),
     "not_a_library": ("library_refused", ["cannot load", "expected an ADIL version-2 engine"]),
@@ -62,3 +64,19 @@ def test_host_major_is_checked_by_the_engine(stub_engine: adil.Engine) -> None:
     assert lib.adil_engine_open(host, ffi.NULL, out) == 9  # ADIL_STATUS_HOST_REFUSED
     message = ffi.string(lib.adil_last_error()).decode()
     assert "3" in message and "2" in message
+
+
+def test_later_minor_with_appended_fields_is_accepted(
+    variant_libraries: dict[str, str], write_script: Callable[..., str]
+) -> None:
+    """abi2_1 reports ABI 2.1 and every struct 8 bytes larger than this
+    binding's: accepted, and it serves this 2.0 host."""
+    from adil._binding import SIZES_2_0, STRUCT_SIZE_FIELDS, ffi
+
+    engine = adil.Engine.open(library=variant_libraries["abi2_1"])
+    assert engine.info.abi == "2.1"
+    component = engine.library.lib.adil_component()
+    for field, struct in STRUCT_SIZE_FIELDS.items():
+        assert getattr(component, field) == ffi.sizeof(struct) + 8 > SIZES_2_0[struct]
+    with engine.load_model(write_script({"turns": [{"text": "from 2.1"}]})) as model:
+        assert model.complete("hi").text == "from 2.1"

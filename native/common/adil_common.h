@@ -33,15 +33,16 @@ void adil_clear_error(void);
 
 /* ---- params ---------------------------------------------------------- */
 
-/* The 2.0 sizes: the smallest struct_size an engine accepts for each
- * struct.  A larger struct_size (a newer minor) is accepted; the engine
- * reads only the fields it knows. */
-#define ADIL_MIN_SIZE_HOST_INFO sizeof(adil_host_info)
+/* The two halves of adil.h's struct_size rule; every struct an engine takes
+ * from or gives to a host goes through one of them, with `min_size` the
+ * struct's ADIL_SIZE_2_0_* from adil.h. */
 
-/* Copies a caller's params struct into `dst` (already filled with defaults)
- * after checking its struct_size; returns ADIL_STATUS_INVALID_ARGUMENT with a
- * message naming `what` when struct_size is smaller than `min_size`.
- * `src` may be NULL (defaults stay). */
+/* Copies a caller's params struct into `dst` (dst_size bytes, already filled
+ * with defaults) after checking its struct_size: only the first
+ * min(src->struct_size, dst_size) bytes are read, and dst->struct_size
+ * becomes dst_size.  ADIL_STATUS_INVALID_ARGUMENT with a message naming
+ * `what` when struct_size is smaller than `min_size`.  `src` may be NULL
+ * (defaults stay). */
 adil_status adil_copy_params(void *dst, size_t dst_size, const void *src, size_t min_size,
                              const char *what);
 

@@ -7,6 +7,19 @@
 
 #include <string.h>
 
+/* Every 2.0 size lies inside its struct, past struct_size. */
+#define ADIL_ASSERT_2_0_SIZE(type, size_2_0) \
+    _Static_assert(sizeof(uint32_t) < (size_2_0) && (size_2_0) <= sizeof(type), #size_2_0)
+ADIL_ASSERT_2_0_SIZE(adil_component_info, ADIL_SIZE_2_0_COMPONENT_INFO);
+ADIL_ASSERT_2_0_SIZE(adil_host_info, ADIL_SIZE_2_0_HOST_INFO);
+ADIL_ASSERT_2_0_SIZE(adil_engine_params, ADIL_SIZE_2_0_ENGINE_PARAMS);
+ADIL_ASSERT_2_0_SIZE(adil_model_params, ADIL_SIZE_2_0_MODEL_PARAMS);
+ADIL_ASSERT_2_0_SIZE(adil_model_info, ADIL_SIZE_2_0_MODEL_INFO);
+ADIL_ASSERT_2_0_SIZE(adil_context_params, ADIL_SIZE_2_0_CONTEXT_PARAMS);
+ADIL_ASSERT_2_0_SIZE(adil_sampling_params, ADIL_SIZE_2_0_SAMPLING_PARAMS);
+ADIL_ASSERT_2_0_SIZE(adil_run_params, ADIL_SIZE_2_0_RUN_PARAMS);
+ADIL_ASSERT_2_0_SIZE(adil_run_stats, ADIL_SIZE_2_0_RUN_STATS);
+
 /* ---- defaults (documented in adil.h) ---------------------------------- */
 
 ADIL_API void adil_engine_default_params(adil_engine_params *out)
@@ -131,10 +144,11 @@ adil_status adil_check_host(const adil_host_info *host, uint32_t host_major_acce
 {
     if (host == NULL)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_engine_open: expected host info, got NULL");
-    if (host->struct_size < ADIL_MIN_SIZE_HOST_INFO)
+    if (host->struct_size < ADIL_SIZE_2_0_HOST_INFO)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "adil_engine_open: host info struct_size expected at least %zu, got %u",
-                         ADIL_MIN_SIZE_HOST_INFO, host->struct_size);
+                         "adil_engine_open: host info struct_size expected at least %zu "
+                         "(the version-2.0 struct), got %u",
+                         ADIL_SIZE_2_0_HOST_INFO, host->struct_size);
     if (host->host_major != host_major_accepted)
         return adil_fail(ADIL_STATUS_HOST_REFUSED,
                          "host refused: this engine accepts host major %u, got host major %u (%s %s)",

@@ -21,7 +21,8 @@ ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_para
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_new: expected a model, got NULL");
     adil_context_params p;
     adil_context_default_params(&p);
-    adil_status st = adil_copy_params(&p, sizeof p, params, sizeof p, "adil_context_new: context params");
+    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_CONTEXT_PARAMS,
+                                      "adil_context_new: context params");
     if (st != ADIL_OK)
         return st;
     adil_context *ctx = calloc(1, sizeof *ctx);

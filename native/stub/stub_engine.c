@@ -17,14 +17,14 @@ static const adil_component_info stub_component = {
     .engine_version = "0.1.0",
     .backends = "stub",
     .cpu_features = "",
-    .size_host_info = sizeof(adil_host_info),
-    .size_engine_params = sizeof(adil_engine_params),
-    .size_model_params = sizeof(adil_model_params),
-    .size_model_info = sizeof(adil_model_info),
-    .size_context_params = sizeof(adil_context_params),
-    .size_sampling_params = sizeof(adil_sampling_params),
-    .size_run_params = sizeof(adil_run_params) + STUB_SIZE_RUN_PARAMS_EXTRA,
-    .size_run_stats = sizeof(adil_run_stats),
+    .size_host_info = sizeof(adil_host_info) + STUB_SIZE_APPENDED,
+    .size_engine_params = sizeof(adil_engine_params) + STUB_SIZE_APPENDED,
+    .size_model_params = sizeof(adil_model_params) + STUB_SIZE_APPENDED,
+    .size_model_info = sizeof(adil_model_info) + STUB_SIZE_APPENDED,
+    .size_context_params = sizeof(adil_context_params) + STUB_SIZE_APPENDED,
+    .size_sampling_params = sizeof(adil_sampling_params) + STUB_SIZE_APPENDED,
+    .size_run_params = sizeof(adil_run_params) + STUB_SIZE_APPENDED - STUB_SIZE_SHORT,
+    .size_run_stats = sizeof(adil_run_stats) + STUB_SIZE_APPENDED,
 };
 
 ADIL_API uint32_t adil_abi_version(void)
@@ -55,7 +55,8 @@ ADIL_API adil_status adil_engine_open(const adil_host_info *host, const adil_eng
         return st;
     adil_engine_params p;
     adil_engine_default_params(&p);
-    st = adil_copy_params(&p, sizeof p, params, sizeof p, "adil_engine_open: engine params");
+    st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_ENGINE_PARAMS,
+                          "adil_engine_open: engine params");
     if (st != ADIL_OK)
         return st;
     if (!backend_supported(p.backend))

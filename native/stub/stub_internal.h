@@ -5,7 +5,11 @@
  * version handshake reports:
  *   STUB_ABI_MAJOR / STUB_ABI_MINOR   the ABI version reported (default 2.0)
  *   STUB_HOST_MAJOR_ACCEPTED          the host major accepted (default 2)
- *   STUB_SIZE_RUN_PARAMS_EXTRA        added to the reported size_run_params
+ *   STUB_SIZE_APPENDED                bytes added to every reported struct size,
+ *                                     as a later minor that appended fields
+ *                                     reports them (its calls stay the 2.0 stub's)
+ *   STUB_SIZE_SHORT                   bytes taken from the reported size_run_params
+ *                                     (a struct smaller than 2.0)
  * The missing-symbol variant is the plain stub linked with a version script
  * (missing_symbol.map) that hides adil_run_step.
  */
@@ -24,8 +28,11 @@
 #ifndef STUB_HOST_MAJOR_ACCEPTED
 #define STUB_HOST_MAJOR_ACCEPTED ADIL_HOST_MAJOR
 #endif
-#ifndef STUB_SIZE_RUN_PARAMS_EXTRA
-#define STUB_SIZE_RUN_PARAMS_EXTRA 0
+#ifndef STUB_SIZE_APPENDED
+#define STUB_SIZE_APPENDED 0
+#endif
+#ifndef STUB_SIZE_SHORT
+#define STUB_SIZE_SHORT 0
 #endif
 
 /* The byte-level vocabulary: ids 0..255 are bytes, then two specials. */

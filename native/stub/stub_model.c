@@ -38,7 +38,8 @@ ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path,
                          engine == NULL ? "engine" : "path");
     adil_model_params p;
     adil_model_default_params(&p);
-    adil_status st = adil_copy_params(&p, sizeof p, params, sizeof p, "adil_model_load: model params");
+    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_MODEL_PARAMS,
+                                      "adil_model_load: model params");
     if (st != ADIL_OK)
         return st;
     adil_model *model = calloc(1, sizeof *model);
@@ -90,7 +91,8 @@ ADIL_API adil_status adil_model_get_info(const adil_model *model, adil_model_inf
         .size_bytes = 0,
         .n_threads = model->n_threads,
     };
-    adil_status st = adil_copy_out(out, &info, sizeof info, sizeof info, "adil_model_get_info: model info");
+    adil_status st = adil_copy_out(out, &info, sizeof info, ADIL_SIZE_2_0_MODEL_INFO,
+                                   "adil_model_get_info: model info");
     if (st == ADIL_OK)
         adil_clear_error();
     return st;

@@ -45,10 +45,11 @@ static adil_status check_arguments(const int32_t *prompt, size_t n_prompt, const
     adil_status st = check_tokens(prompt, n_prompt, "prompt");
     if (st != ADIL_OK)
         return st;
-    if (p->sampling != NULL && p->sampling->struct_size < sizeof(adil_sampling_params))
+    if (p->sampling != NULL && p->sampling->struct_size < ADIL_SIZE_2_0_SAMPLING_PARAMS)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "adil_run_start: sampling struct_size expected at least %zu, got %u",
-                         sizeof(adil_sampling_params), p->sampling->struct_size);
+                         "adil_run_start: sampling struct_size expected at least %zu "
+                         "(the version-2.0 struct), got %u",
+                         ADIL_SIZE_2_0_SAMPLING_PARAMS, p->sampling->struct_size);
     if (p->grammar != NULL)
         return adil_fail(ADIL_STATUS_CAPABILITY, "adil_run_start: the stub engine has no grammar support");
     if (p->n_stop_tokens > STUB_MAX_STOP_TOKENS || (p->n_stop_tokens > 0 && p->stop_tokens == NULL))
@@ -135,7 +136,7 @@ ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, si
     *out = NULL;
     adil_run_params p;
     adil_run_default_params(&p);
-    adil_status st = adil_copy_params(&p, sizeof p, params, sizeof p, "adil_run_start: run params");
+    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_RUN_PARAMS, "adil_run_start: run params");
     uint32_t max_tokens = 0;
     if (st == ADIL_OK)
         st = check_arguments(prompt, n_prompt, &p);
@@ -180,7 +181,7 @@ ADIL_API adil_status adil_run_get_stats(const adil_run *run, adil_run_stats *out
 {
     if (run == NULL)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_get_stats: expected a run, got NULL");
-    adil_status st = adil_copy_out(out, &run->stats, sizeof run->stats, sizeof run->stats,
+    adil_status st = adil_copy_out(out, &run->stats, sizeof run->stats, ADIL_SIZE_2_0_RUN_STATS,
                                    "adil_run_get_stats: run stats");
     if (st == ADIL_OK)
         adil_clear_error();

@@ -3,7 +3,8 @@ version-2 component check.  Policy lives in the modules above this one.
 
 Loading follows DESIGN §2: dlopen the file, read ``adil_abi_version()``
 before resolving any other symbol, then check every required symbol and the
-engine's struct sizes.  Anything wrong raises
+engine's struct sizes (adil.h's rule: each at least its 2.0 size, larger for
+a later minor that appended fields).  Anything wrong raises
 :class:`~adil.errors.ComponentRefusedError` naming the file, what was found
 and what was expected; the process never crashes and can load another
 engine afterwards.
@@ -21,7 +22,7 @@ from typing import Any, NoReturn
 
 import cffi
 
-from ._cdef import CDEF
+from ._cdef import CDEF, LAST_2_0_FIELDS
 from .errors import STATUS_ERRORS, ComponentRefusedError, DeadlineError
 
 __all__ = [
@@ -51,17 +52,23 @@ HOST_NAME = "adil-python"
 REQUIRED_SYMBOLS: tuple[str, ...] = tuple(
     dict.fromkeys(re.findall(r"^(?!typedef)[^\n]*?\b(adil_\w+)\(", CDEF, flags=re.M))
 )
-# component-info field -> the struct whose size it reports.
+# component-info field size_X -> the struct adil_X whose size it reports.
 STRUCT_SIZE_FIELDS: dict[str, str] = {
-    "size_host_info": "adil_host_info",
-    "size_engine_params": "adil_engine_params",
-    "size_model_params": "adil_model_params",
-    "size_model_info": "adil_model_info",
-    "size_context_params": "adil_context_params",
-    "size_sampling_params": "adil_sampling_params",
-    "size_run_params": "adil_run_params",
-    "size_run_stats": "adil_run_stats",
+    name: "adil_" + name.removeprefix("size_")
+    for name, _ in ffi.typeof("adil_component_info").fields
+    if name.startswith("size_")
 }
+
+
+def _size_2_0(struct: str) -> int:
+    """adil.h's ADIL_SIZE_2_0_<STRUCT>: the offset of its last 2.0 field plus
+    that field's size."""
+    field = dict(ffi.typeof(struct).fields)[LAST_2_0_FIELDS[struct]]
+    return int(field.offset) + int(ffi.sizeof(field.type))
+
+
+# struct -> its 2.0 size: the least struct_size an engine may report or take.
+SIZES_2_0: dict[str, int] = {struct: _size_2_0(struct) for struct in LAST_2_0_FIELDS}
 
 _LIBRARY_NAMES = {"engine": "libadil_engine.so", "stub": "libadil_stub.so"}
 
@@ -154,15 +161,19 @@ def _check_component(path: str, lib: Any) -> Library:
         _refuse(path, f"ABI {major}.{minor} without the symbol(s) {', '.join(missing)}",
                 "every function of the version-2 ABI")
     info = lib.adil_component()
-    if info == ffi.NULL or info.struct_size < ffi.sizeof("adil_component_info"):
-        _refuse(path, "no or a short component info", "adil_component_info of ABI 2")
+    least = SIZES_2_0["adil_component_info"]
+    if info == ffi.NULL or info.struct_size < least:
+        found = "no component info" if info == ffi.NULL else (
+            f"a component info of {info.struct_size} bytes")
+        _refuse(path, found, f"adil_component_info of at least {least} bytes (its 2.0 size)")
     if (info.abi_major, info.abi_minor) != (major, minor):
         _refuse(path, f"component info saying ABI {info.abi_major}.{info.abi_minor}",
                 f"the ABI of adil_abi_version(), {major}.{minor}")
     for field, struct in STRUCT_SIZE_FIELDS.items():
-        theirs, ours = int(getattr(info, field)), ffi.sizeof(struct)
-        if theirs != ours:
-            _refuse(path, f"sizeof({struct}) = {theirs}", f"{ours} (this binding's ABI 2 struct)")
+        theirs, least = int(getattr(info, field)), SIZES_2_0[struct]
+        if theirs < least:
+            _refuse(path, f"sizeof({struct}) = {theirs}",
+                    f"at least {least} (its 2.0 size; a later minor may append fields)")
     return Library(
         path=path,
         lib=lib,

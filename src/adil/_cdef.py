@@ -226,3 +226,16 @@ int adil_cancel_flag_is_set(void *flag);
 
 void adil_cancel_flag_free(adil_cancel_flag *flag);
 '''
+
+# struct -> its last 2.0 field (ADIL_SIZE_2_0_*): the struct's 2.0 size ends there.
+LAST_2_0_FIELDS: dict[str, str] = {
+    "adil_component_info": "size_run_stats",
+    "adil_host_info": "host_version",
+    "adil_engine_params": "backend",
+    "adil_model_params": "use_mmap",
+    "adil_model_info": "n_threads",
+    "adil_context_params": "n_threads",
+    "adil_sampling_params": "seed",
+    "adil_run_params": "ignore_eos",
+    "adil_run_stats": "decode_ms",
+}

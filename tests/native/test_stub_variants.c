@@ -2,8 +2,9 @@
  * test_stub_variants.c — the deliberately mismatched stub variants (built
  * with -DADIL_TEST_VARIANTS=ON next to libadil_stub.so) report what they are
  * meant to: ABI 1.0 and 3.0, a missing adil_run_step, a size_run_params 8
- * bytes too large, and a refusal of a major-2 host.  Variants that were not
- * built are reported as skipped.
+ * bytes smaller than 2.0, and a refusal of a major-2 host; and the one that is
+ * to be accepted, a 2.1 handshake with 8 bytes appended to every struct, serves
+ * a 2.0 host.  Variants that were not built are reported as skipped.
  */
 #include "test_stub_api.h"
 
@@ -65,16 +66,46 @@ static void test_missing_symbol(void)
     dlclose(handle);
 }
 
-static void test_bad_struct_size(void)
+static void test_short_struct(void)
 {
-    void *handle = open_variant("bad_struct_size");
+    void *handle = open_variant("short_struct");
     if (handle == NULL)
         return;
     const adil_component_info *(*component)(void) =
         (const adil_component_info *(*)(void))dlsym(handle, "adil_component");
-    CHECK(component != NULL && component()->size_run_params == sizeof(adil_run_params) + 8);
+    CHECK(component != NULL && component()->size_run_params == sizeof(adil_run_params) - 8);
+    CHECK(component != NULL && component()->size_run_params < ADIL_SIZE_2_0_RUN_PARAMS);
     CHECK(component != NULL && component()->size_run_stats == sizeof(adil_run_stats));
     dlclose(handle);
+}
+
+/* ABI 2.1 with appended fields: a 2.0 host's structs (smaller than the
+ * engine's) are accepted, and the engine generates. */
+static void test_abi2_1(void)
+{
+    char path[600];
+    if (!variant_path("abi2_1", path, sizeof path))
+        return;
+    stub_api api;
+    if (!stub_api_open(&api, path)) {
+        test_failures++;
+        return;
+    }
+    const adil_component_info *info = api.component();
+    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 1));
+    CHECK(info->abi_major == 2 && info->abi_minor == 1);
+    CHECK(info->size_run_params == sizeof(adil_run_params) + 8);
+    CHECK(info->size_model_info == sizeof(adil_model_info) + 8);
+    CHECK(info->size_host_info == sizeof(adil_host_info) + 8);
+    adil_engine *engine = test_open_engine(&api);
+    adil_model *model = NULL;
+    CHECK_STATUS(&api, test_load_data(&api, engine, "stub_basic.json", &model), ADIL_OK);
+    test_output out;
+    if (model != NULL)
+        CHECK_STATUS(&api, test_call(&api, model, &out), ADIL_OK);
+    api.model_free(model);
+    api.engine_close(engine);
+    stub_api_close(&api);
 }
 
 static void test_refuses_host(void)
@@ -100,7 +131,8 @@ int main(void)
 {
     test_abi_versions();
     test_missing_symbol();
-    test_bad_struct_size();
+    test_short_struct();
+    test_abi2_1();
     test_refuses_host();
     /* The good stub still opens and serves after all of that. */
     stub_api api;

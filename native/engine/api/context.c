@@ -47,7 +47,7 @@ ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_para
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_new: model and out are required");
     adil_context_params p;
     adil_context_default_params(&p);
-    adil_status st = adil_copy_params(&p, sizeof p, params, sizeof(adil_context_params), "adil_context_params");
+    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_CONTEXT_PARAMS, "adil_context_params");
     if (st != ADIL_OK) return st;
     uint32_t n_ctx = p.n_ctx;
     if (n_ctx == 0) n_ctx = model->tf.hp.n_ctx_train < 4096 ? model->tf.hp.n_ctx_train : 4096;

@@ -16,7 +16,7 @@ ADIL_API adil_status adil_engine_open(const adil_host_info *host, const adil_eng
 
     adil_engine_params p;
     adil_engine_default_params(&p);
-    st = adil_copy_params(&p, sizeof p, params, sizeof(adil_engine_params), "adil_engine_params");
+    st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_ENGINE_PARAMS, "adil_engine_params");
     if (st != ADIL_OK) return st;
 
     const char *backend = p.backend ? p.backend : "auto";

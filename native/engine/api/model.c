@@ -100,7 +100,7 @@ ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path,
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_model_load: engine, path and out are required");
     adil_model_params p;
     adil_model_default_params(&p);
-    adil_status st = adil_copy_params(&p, sizeof p, params, sizeof(adil_model_params), "adil_model_params");
+    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_MODEL_PARAMS, "adil_model_params");
     if (st != ADIL_OK) return st;
 
     adil_model *m = calloc(1, sizeof *m);
@@ -134,14 +134,8 @@ ADIL_API void adil_model_free(adil_model *m) {
 ADIL_API adil_status adil_model_get_info(const adil_model *model, adil_model_info *out) {
     if (!model || !out)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_model_get_info: model and out are required");
-    if (out->struct_size < sizeof(adil_model_info))
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "adil_model_get_info: struct_size: expected >= %zu, got %u",
-                         sizeof(adil_model_info), out->struct_size);
-    const uint32_t caller_size = out->struct_size;
-    *out = model->info;
-    out->struct_size = caller_size < sizeof(adil_model_info) ? caller_size : (uint32_t)sizeof(adil_model_info);
-    return ADIL_OK;
+    return adil_copy_out(out, &model->info, sizeof model->info, ADIL_SIZE_2_0_MODEL_INFO,
+                         "adil_model_get_info: model info");
 }
 
 ADIL_API adil_status adil_model_ready(const adil_model *model) {

@@ -153,7 +153,7 @@ ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, si
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_start: ctx, prompt and out are required");
     adil_run_params p;
     adil_run_default_params(&p);
-    adil_status st = adil_copy_params(&p, sizeof p, params, sizeof(adil_run_params), "adil_run_params");
+    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_RUN_PARAMS, "adil_run_params");
     uint32_t max_tokens = 0;
     if (st == ADIL_OK) st = check_start(ctx, prompt, n_prompt, &p, &max_tokens);
     if (st == ADIL_OK) st = gguf_check_unchanged(ctx->model->file); /* a truncated mapping: SIGBUS */
@@ -278,11 +278,8 @@ ADIL_API void adil_run_cancel(adil_run *run) {
 ADIL_API adil_status adil_run_get_stats(const adil_run *run, adil_run_stats *out) {
     if (!run || !out)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_get_stats: run and out are required");
-    if (out->struct_size < sizeof(adil_run_stats))
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_get_stats: struct_size: expected >= %zu, got %u",
-                         sizeof(adil_run_stats), out->struct_size);
-    *out = run->stats;
-    return ADIL_OK;
+    return adil_copy_out(out, &run->stats, sizeof run->stats, ADIL_SIZE_2_0_RUN_STATS,
+                         "adil_run_get_stats: run stats");
 }
 
 ADIL_API void adil_run_free(adil_run *run) {

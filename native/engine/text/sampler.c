@@ -80,7 +80,7 @@ adil_status adil_sampler_new(const adil_sampling_params *params, int64_t n_vocab
                          INT32_MAX, (long long)n_vocab);
     adil_sampling_params p;
     adil_sampling_default_params(&p);
-    adil_status st = adil_copy_params(&p, sizeof p, params, sizeof(adil_sampling_params),
+    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_SAMPLING_PARAMS,
                                       "adil_sampling_params");
     if (st == ADIL_OK) st = check_params(&p);
     if (st != ADIL_OK) return st;

@@ -12,8 +12,19 @@
  *  - Every public struct starts with `struct_size`.  The caller fills it with
  *    sizeof(the struct it was compiled with); the `*_default_params(&p)`
  *    functions fill in the defaults and struct_size.  Minor versions only
- *    append fields; an engine reads only the first struct_size bytes and
- *    refuses a struct_size smaller than the 2.0 struct.
+ *    append fields, so every 2.x struct starts with the fields of 2.0; their
+ *    size, ADIL_SIZE_2_0_<STRUCT>, is defined once below each struct (the
+ *    offset of its last 2.0 field plus that field's size).  One rule follows,
+ *    for engines and hosts alike:
+ *      - an engine refuses a struct_size smaller than the 2.0 size with
+ *        ADIL_STATUS_INVALID_ARGUMENT and accepts any larger one.  Of a
+ *        params struct it reads only the first struct_size bytes (fields it
+ *        knows past them keep their defaults); into an out struct it writes at
+ *        most struct_size bytes and leaves struct_size as the caller set it.
+ *      - a host refuses an engine whose adil_component_info reports a struct
+ *        smaller than its 2.0 size, and accepts a larger one (a later minor
+ *        that appended fields).  The engine's minor (adil_abi_version()) says
+ *        which appended fields it knows.
  *  - Params are passed by pointer, never by value.
  *  - Every function returns an adil_status (ADIL_OK == 0) unless stated
  *    otherwise.  On failure a message for the calling thread is available from
@@ -55,6 +66,10 @@ extern "C" {
 /* ===================================================================== *
  * Versions
  * ===================================================================== */
+
+/* The size of `type` up to and including `field`: a struct's size in the
+ * minor whose last field `field` was (ADIL_SIZE_2_0_* below each struct). */
+#define ADIL_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
 #define ADIL_ABI_MAJOR 2
 #define ADIL_ABI_MINOR 0
@@ -152,8 +167,9 @@ typedef struct adil_component_info {
     const char *backends;          /* comma-separated backends built in, e.g. "cpu" */
     const char *cpu_features;      /* comma-separated CPU features in use, e.g. "avx2,fma";
                                       an entry "kernels=NAME" names the kernel set that runs */
-    /* sizeof() each public struct as the engine was compiled; hosts refuse
-     * an engine whose sizes disagree with their own. */
+    /* sizeof() each public struct as the engine was compiled: at least its
+     * 2.0 size (ADIL_SIZE_2_0_*), larger when the engine is of a later minor
+     * that appended fields.  Hosts refuse an engine that reports less. */
     uint32_t size_host_info;
     uint32_t size_engine_params;
     uint32_t size_model_params;
@@ -164,6 +180,8 @@ typedef struct adil_component_info {
     uint32_t size_run_stats;
 } adil_component_info;
 
+#define ADIL_SIZE_2_0_COMPONENT_INFO ADIL_SIZE_THROUGH(adil_component_info, size_run_stats)
+
 typedef struct adil_host_info {
     uint32_t struct_size;
     uint32_t host_major;           /* must be ADIL_HOST_MAJOR */
@@ -171,6 +189,8 @@ typedef struct adil_host_info {
     const char *host_name;         /* e.g. "adil-python" */
     const char *host_version;      /* e.g. "0.1.0" */
 } adil_host_info;
+
+#define ADIL_SIZE_2_0_HOST_INFO ADIL_SIZE_THROUGH(adil_host_info, host_version)
 
 /* The one function that never changes: (major << 16) | minor.  Any thread. */
 ADIL_API uint32_t adil_abi_version(void);
@@ -201,13 +221,15 @@ typedef struct adil_engine_params {
     const char *backend;           /* "cpu", "cuda" or "auto"; NULL = "auto" */
 } adil_engine_params;
 
+#define ADIL_SIZE_2_0_ENGINE_PARAMS ADIL_SIZE_THROUGH(adil_engine_params, backend)
+
 ADIL_API void adil_engine_default_params(adil_engine_params *out);
 
 /* Opens an engine for `host`.  `params` may be NULL (defaults).
  * Returns ADIL_STATUS_HOST_REFUSED if host->host_major is not accepted,
- * ADIL_STATUS_INVALID_ARGUMENT for NULL host/out or a struct_size smaller than
- * the version-2.0 struct.  On success *out owns the engine; free it with
- * adil_engine_close. */
+ * ADIL_STATUS_INVALID_ARGUMENT for NULL host/out or a struct_size (of host or
+ * params) smaller than the 2.0 size.  On success *out owns the engine; free
+ * it with adil_engine_close. */
 ADIL_API adil_status adil_engine_open(const adil_host_info *host,
                                       const adil_engine_params *params,
                                       adil_engine **out);
@@ -233,6 +255,8 @@ typedef struct adil_model_params {
                                       a file by rename is safe either way). */
 } adil_model_params;
 
+#define ADIL_SIZE_2_0_MODEL_PARAMS ADIL_SIZE_THROUGH(adil_model_params, use_mmap)
+
 ADIL_API void adil_model_default_params(adil_model_params *out);
 
 typedef struct adil_model_info {
@@ -251,6 +275,8 @@ typedef struct adil_model_info {
     uint32_t n_threads;
 } adil_model_info;
 
+#define ADIL_SIZE_2_0_MODEL_INFO ADIL_SIZE_THROUGH(adil_model_info, n_threads)
+
 /* Loads a model file.  `params` may be NULL.  Returns ADIL_STATUS_IO when the
  * file cannot be read or is not a regular file (a directory, a named pipe, a
  * device: refused at once, without waiting on a pipe), ADIL_STATUS_MODEL_FORMAT (message naming the field and
@@ -262,8 +288,9 @@ ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path,
 
 ADIL_API void adil_model_free(adil_model *model);
 
-/* Fills `out` (whose struct_size the caller sets) with what the model is.
- * Strings stay owned by the model. */
+/* Fills `out` (whose struct_size the caller sets, at least
+ * ADIL_SIZE_2_0_MODEL_INFO) with what the model is.  Strings stay owned by
+ * the model. */
 ADIL_API adil_status adil_model_get_info(const adil_model *model, adil_model_info *out);
 
 /* ADIL_OK when the model can serve runs; ADIL_STATUS_MODEL_NOT_READY while it
@@ -314,6 +341,8 @@ typedef struct adil_context_params {
     uint32_t n_threads;            /* 0 = the model's */
 } adil_context_params;
 
+#define ADIL_SIZE_2_0_CONTEXT_PARAMS ADIL_SIZE_THROUGH(adil_context_params, n_threads)
+
 ADIL_API void adil_context_default_params(adil_context_params *out);
 
 /* Makes a context for `model`; `params` may be NULL.  The CPU engine
@@ -355,6 +384,8 @@ typedef struct adil_sampling_params {
     uint64_t seed;                 /* same seed, same tokens (default 0) */
 } adil_sampling_params;
 
+#define ADIL_SIZE_2_0_SAMPLING_PARAMS ADIL_SIZE_THROUGH(adil_sampling_params, seed)
+
 ADIL_API void adil_sampling_default_params(adil_sampling_params *out);
 
 typedef struct adil_run_params {
@@ -373,6 +404,8 @@ typedef struct adil_run_params {
                                               engines without a model (the stub) ignore it */
 } adil_run_params;
 
+#define ADIL_SIZE_2_0_RUN_PARAMS ADIL_SIZE_THROUGH(adil_run_params, ignore_eos)
+
 ADIL_API void adil_run_default_params(adil_run_params *out);
 
 typedef struct adil_run_stats {
@@ -385,6 +418,8 @@ typedef struct adil_run_stats {
     double prefill_ms;             /* evaluating the prompt and choosing the first token */
     double decode_ms;              /* the steps that made the other n_generated - 1 tokens */
 } adil_run_stats;
+
+#define ADIL_SIZE_2_0_RUN_STATS ADIL_SIZE_THROUGH(adil_run_stats, decode_ms)
 
 /* Starts a generation that continues `prompt` on `ctx`.  The context keeps
  * the longest common prefix of its cache and evaluates the rest (prefill
@@ -418,6 +453,8 @@ ADIL_API void adil_run_cancel(adil_run *run);
  * cancel_flag is set.  Any thread. */
 ADIL_API int adil_run_cancelled(void *run);
 
+/* Fills `out` (whose struct_size the caller sets, at least
+ * ADIL_SIZE_2_0_RUN_STATS) with the run's counts so far. */
 ADIL_API adil_status adil_run_get_stats(const adil_run *run, adil_run_stats *out);
 
 /* Frees a run (cancelling it first if it is still going) and lets the model
