@@ -16,6 +16,7 @@
  * Gemma's (1 + w) into the GGUF values.
  */
 #include "models/blocks.h"
+#include "models/loader.h"
 #include "models/tensors.h"
 
 #include <math.h>

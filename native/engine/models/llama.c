@@ -7,6 +7,7 @@
  * (rope_freqs.weight).
  */
 #include "models/blocks.h"
+#include "models/loader.h"
 #include "models/tensors.h"
 
 #include <math.h>

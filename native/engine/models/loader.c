@@ -2,8 +2,7 @@
  * loader.c — the steps every architecture's loader shares: hyperparameter
  * checks, the embedding, the output head, and the parameter count.
  */
-#include "models/tensors.h"
-#include "models/transformer.h"
+#include "models/loader.h"
 
 #include <stdio.h>
 #include <stdlib.h>

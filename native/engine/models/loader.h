@@ -1,0 +1,43 @@
+/*
+ * loader.h — the steps every architecture's loader shares (loader.c):
+ * reading and checking the llama-family hyperparameters, binding the
+ * embedding, the common tensors of each layer and the output head.  An
+ * architecture (llama.c, gemma3.c) calls them in the order they are listed.
+ */
+#ifndef ADIL_MODEL_LOADER_H
+#define ADIL_MODEL_LOADER_H
+
+#include "adil_common.h"
+#include "format/gguf.h"
+#include "models/tensors.h"
+#include "models/transformer.h"
+
+#include <stddef.h>
+
+/* Reads the sizes every llama-family architecture has from "<arch>.":
+ * embedding_length, block_count, feed_forward_length, attention.head_count,
+ * head_count_kv (default head_count), key_length (default n_embd / n_head)
+ * and value_length (default key_length). */
+adil_status adil_hp_read_common(const gguf_file *f, const char *arch, adil_hparams *hp);
+
+/* Checks the hyperparameters in m->hp that the loader filled (except
+ * n_vocab) against each other and against sane limits. */
+adil_status adil_hparams_check(const adil_transformer *m);
+
+/* Binds token_embd.weight (n_vocab = its rows; its width must be n_embd),
+ * allocates m->layers and an arena of `vector_floats` floats for norm
+ * vectors (output_norm included by the caller's count). */
+adil_status adil_load_begin(const gguf_file *f, adil_transformer *m, size_t vector_floats,
+                            adil_f32_arena *arena);
+
+/* Binds the tensors every llama-family layer il has: attn_norm, attn_q/k/v,
+ * attn_output, ffn_norm, ffn_gate/up/down (norm vectors into the arena).
+ * Architectures bind their extra tensors (Q/K norms, post-norms) after it. */
+adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int il,
+                                   adil_f32_arena *arena);
+
+/* Binds output_norm.weight and output.weight (tied to token_embd when the
+ * file has none) and counts the file's parameters and bytes. */
+adil_status adil_load_end(const gguf_file *f, adil_transformer *m, adil_f32_arena *arena);
+
+#endif /* ADIL_MODEL_LOADER_H */
