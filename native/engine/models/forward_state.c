@@ -1,5 +1,5 @@
 /*
- * forward.c — the per-context state of a forward pass: KV cache and
+ * forward_state.c — the per-context state of a forward pass: KV cache and
  * activation buffers sized from the model and the context params.
  */
 #include "models/transformer.h"
