@@ -16,6 +16,7 @@
  */
 #include "compute/activation.h"
 #include "compute/cpu_level.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -27,16 +28,6 @@
 /* The libm form 0.5 x (1 + tanh u) loses up to an ulp of 1 in 1 + tanh u
  * (about 6e-8) times 0.5 |x|. */
 #define SCALAR_GELU_ABS_PER_X 1e-7
-
-static int failures;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                               \
-        }                                                                             \
-    } while (0)
 
 /* Both activations are x / (1 + e^-t): t = 2u for GELU, t = x for SiLU. */
 static double gelu_t(float xf) {
@@ -204,10 +195,5 @@ int main(void) {
         test_rmsnorm(level, k);
     }
     CHECK(adil_act_kernels_at(-1) == NULL && adil_act_kernels_at(ADIL_CPU_LEVEL_COUNT) == NULL);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return test_report("test_activation");
 }

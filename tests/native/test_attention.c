@@ -14,22 +14,13 @@
  */
 #include "compute/attention.h"
 #include "compute/cpu_level.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                               \
-        }                                                                             \
-    } while (0)
 
 #define N_CTX 300
 #define GUARD 8 /* floats of sentinel after each output row */
@@ -214,10 +205,5 @@ int main(void) {
                worst_seen[level], ADIL_ATT_MAX_ERROR);
     }
     CHECK(adil_attention_kernel_at(-1) == NULL && adil_attention_kernel_at(ADIL_CPU_LEVEL_COUNT) == NULL);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return test_report("test_attention");
 }

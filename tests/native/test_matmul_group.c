@@ -16,21 +16,12 @@
 #include "compute/matmul.h"
 #include "compute/threadpool.h"
 #include "compute/weight_types.h"
+#include "test_util.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                               \
-        }                                                                             \
-    } while (0)
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Du;
 static uint32_t next_u32(void) {
@@ -213,10 +204,5 @@ int main(void) {
     }
     test_refusals();
     for (int p = 1; p < 4; p++) adil_pool_free(pools[p]);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return test_report("test_matmul_group");
 }

@@ -16,6 +16,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "compute/threadpool.h"
+#include "test_util.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -25,16 +26,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                               \
-        }                                                                             \
-    } while (0)
 
 #define MAX_CHUNKS 5000
 
@@ -192,10 +183,5 @@ int main(void) {
     CHECK(adil_pool_create(3, &pool) == ADIL_OK);
     adil_pool_free(pool); /* freed without a job */
     adil_pool_free(NULL);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return test_report("test_threadpool");
 }
