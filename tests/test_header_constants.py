@@ -1,6 +1,8 @@
 """What the binding reads from the header agrees with what a C compiler makes
-of adil.h: every struct's size, field offsets and 2.0 size
-(ADIL_SIZE_2_0_*)."""
+of adil.h: every numeric macro (CONSTANTS, floats included), every struct's
+size, field offsets and 2.0 size
+(ADIL_SIZE_2_0_*).  The engines' default params are the header's defaults,
+and so are Sampling's."""
 
 from __future__ import annotations
 
@@ -8,12 +10,14 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from adil._binding import SIZES_2_0, STRUCT_SIZE_FIELDS, ffi
-from adil._cdef import LAST_2_0_FIELDS
+import adil
+from adil._binding import SIZES_2_0, STRUCT_SIZE_FIELDS, ffi, open_library
+from adil._cdef import CONSTANTS, LAST_2_0_FIELDS
 
 ROOT = Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "native" / "include"
@@ -23,6 +27,8 @@ def _c_program() -> str:
     """A C program that prints, as JSON, every value the binding takes from
     the header, as the compiler sees it."""
     lines = []
+    for name in CONSTANTS:
+        lines.append(f'    printf("\\"%s\\": %.17g,\\n", "{name}", (double)({name}));')
     for struct in LAST_2_0_FIELDS:
         size_2_0 = "ADIL_SIZE_2_0_" + struct.removeprefix("adil_").upper()
         lines.append(f'    printf("\\"sizeof {struct}\\": %zu,\\n", sizeof({struct}));')
@@ -51,6 +57,18 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float]:
     return values
 
 
+def _as_float32(value: float) -> float:
+    return float(ffi.cast("float", value))
+
+
+def test_constants_are_the_headers(compiled: dict[str, float]) -> None:
+    for name, value in CONSTANTS.items():
+        if isinstance(value, float):  # the header's float literals are C floats
+            assert _as_float32(value) == _as_float32(compiled[name]), name
+        else:
+            assert value == compiled[name], name
+
+
 def test_struct_layouts_and_2_0_sizes_are_the_headers(compiled: dict[str, float]) -> None:
     assert set(LAST_2_0_FIELDS) == {"adil_component_info", *STRUCT_SIZE_FIELDS.values()}
     for struct in LAST_2_0_FIELDS:
@@ -58,3 +76,38 @@ def test_struct_layouts_and_2_0_sizes_are_the_headers(compiled: dict[str, float]
         assert SIZES_2_0[struct] == compiled[f"2.0 {struct}"], struct
         for field, _ in ffi.typeof(struct).fields:
             assert ffi.offsetof(struct, field) == compiled[f"offsetof {struct}.{field}"], field
+
+
+@pytest.mark.parametrize("which", ["stub", "engine"])
+def test_default_params_are_the_header_defaults(which: str) -> None:
+    lib = open_library(adil.STUB_LIBRARY if which == "stub" else adil.ENGINE_LIBRARY).lib
+    context = ffi.new("adil_context_params *")
+    lib.adil_context_default_params(context)
+    assert context.struct_size == ffi.sizeof("adil_context_params")
+    assert (context.n_ctx, context.n_batch) == (0, CONSTANTS["ADIL_DEFAULT_N_BATCH"])
+    run = ffi.new("adil_run_params *")
+    lib.adil_run_default_params(run)
+    assert run.step_budget_ms == CONSTANTS["ADIL_DEFAULT_STEP_BUDGET_MS"]
+    sampling = ffi.new("adil_sampling_params *")
+    lib.adil_sampling_default_params(sampling)
+    python = adil.Sampling()
+    fields = {
+        "temperature": "ADIL_DEFAULT_TEMPERATURE", "top_k": "ADIL_DEFAULT_TOP_K",
+        "top_p": "ADIL_DEFAULT_TOP_P", "min_p": "ADIL_DEFAULT_MIN_P",
+        "repeat_penalty": "ADIL_DEFAULT_REPEAT_PENALTY",
+        "repeat_last_n": "ADIL_DEFAULT_REPEAT_LAST_N",
+    }
+    for field, macro in fields.items():
+        c_value, py_value = getattr(sampling, field), getattr(python, field)
+        assert c_value == _as_float32(CONSTANTS[macro]), field
+        assert c_value == _as_float32(py_value), field
+
+
+def test_default_window_is_capped_by_the_header(
+    stub_model: Callable[..., adil.Model],
+) -> None:
+    cap = int(CONSTANTS["ADIL_DEFAULT_N_CTX_CAP"])
+    with stub_model({"turns": [{"text": "x"}], "context_length": 2 * cap}) as model:
+        assert model.info.context_length == cap
+    with stub_model({"turns": [{"text": "x"}], "context_length": cap // 2}) as model:
+        assert model.info.context_length == cap // 2

@@ -20,7 +20,7 @@ ADIL_ASSERT_2_0_SIZE(adil_sampling_params, ADIL_SIZE_2_0_SAMPLING_PARAMS);
 ADIL_ASSERT_2_0_SIZE(adil_run_params, ADIL_SIZE_2_0_RUN_PARAMS);
 ADIL_ASSERT_2_0_SIZE(adil_run_stats, ADIL_SIZE_2_0_RUN_STATS);
 
-/* ---- defaults (documented in adil.h) ---------------------------------- */
+/* ---- defaults (the ADIL_DEFAULT_* macros of adil.h) ---------------------- */
 
 ADIL_API void adil_engine_default_params(adil_engine_params *out)
 {
@@ -48,8 +48,8 @@ ADIL_API void adil_context_default_params(adil_context_params *out)
         return;
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
-    out->n_ctx = 0;        /* the model's n_ctx_train, capped at 4096 */
-    out->n_batch = 512;
+    out->n_ctx = 0;        /* the model's n_ctx_train, at most ADIL_DEFAULT_N_CTX_CAP */
+    out->n_batch = ADIL_DEFAULT_N_BATCH;
     out->n_threads = 0;    /* the model's */
 }
 
@@ -59,12 +59,12 @@ ADIL_API void adil_sampling_default_params(adil_sampling_params *out)
         return;
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
-    out->temperature = 0.8f;
-    out->top_k = 40;
-    out->top_p = 0.95f;
-    out->min_p = 0.05f;
-    out->repeat_penalty = 1.0f;
-    out->repeat_last_n = 64;
+    out->temperature = ADIL_DEFAULT_TEMPERATURE;
+    out->top_k = ADIL_DEFAULT_TOP_K;
+    out->top_p = ADIL_DEFAULT_TOP_P;
+    out->min_p = ADIL_DEFAULT_MIN_P;
+    out->repeat_penalty = ADIL_DEFAULT_REPEAT_PENALTY;
+    out->repeat_last_n = ADIL_DEFAULT_REPEAT_LAST_N;
     out->seed = 0;
 }
 
@@ -75,7 +75,7 @@ ADIL_API void adil_run_default_params(adil_run_params *out)
     memset(out, 0, sizeof *out);   /* NULL sampling/grammar/flag/stop tokens, no deadlines */
     out->struct_size = sizeof *out;
     out->max_tokens = 0;           /* up to the end of the context */
-    out->step_budget_ms = 20;
+    out->step_budget_ms = ADIL_DEFAULT_STEP_BUDGET_MS;
 }
 
 /* ---- struct_size checks ------------------------------------------------ */

@@ -7,10 +7,6 @@
 
 #include <stdlib.h>
 
-/* The cap on the default window (adil.h: "0 = the model's n_ctx_train,
- * capped at 4096"). */
-#define STUB_DEFAULT_N_CTX_CAP 4096u
-
 ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_params *params,
                                       adil_context **out)
 {
@@ -30,8 +26,8 @@ ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_para
         return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_context_new: could not allocate %zu bytes", sizeof *ctx);
     uint32_t train = model->script.context_length;
     ctx->model = model;
-    ctx->n_ctx = p.n_ctx > 0 ? p.n_ctx : (train < STUB_DEFAULT_N_CTX_CAP ? train : STUB_DEFAULT_N_CTX_CAP);
-    ctx->n_batch = p.n_batch > 0 ? p.n_batch : 512;
+    ctx->n_ctx = p.n_ctx > 0 ? p.n_ctx : (train < ADIL_DEFAULT_N_CTX_CAP ? train : ADIL_DEFAULT_N_CTX_CAP);
+    ctx->n_batch = p.n_batch > 0 ? p.n_batch : ADIL_DEFAULT_N_BATCH;
     ctx->n_threads = p.n_threads > 0 ? p.n_threads : model->n_threads;
     *out = ctx;
     adil_clear_error();

@@ -19,7 +19,6 @@
 #include <string.h>
 
 #define STUB_MAX_STOP_TOKENS 65536u
-#define STUB_DEFAULT_STEP_BUDGET_MS 20u
 
 bool stub_run_is_cancelled(const adil_run *run)
 {
@@ -97,7 +96,7 @@ static adil_run *new_run(adil_context *ctx, const adil_run_params *p, size_t n_p
     run->max_tokens = max_tokens;
     run->total_timeout_ms = p->total_timeout_ms;
     run->read_timeout_ms = p->read_timeout_ms;
-    run->step_budget_ms = p->step_budget_ms > 0 ? p->step_budget_ms : STUB_DEFAULT_STEP_BUDGET_MS;
+    run->step_budget_ms = p->step_budget_ms > 0 ? p->step_budget_ms : ADIL_DEFAULT_STEP_BUDGET_MS;
     run->stats.struct_size = sizeof run->stats;
     run->stats.stop_reason = ADIL_STOP_NONE;
     run->stats.n_prompt_tokens = (uint32_t)n_prompt;   /* <= n_ctx, checked */

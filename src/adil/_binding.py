@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 import cffi
 
-from ._cdef import CDEF, LAST_2_0_FIELDS
+from ._cdef import CDEF, CONSTANTS, LAST_2_0_FIELDS
 from .errors import STATUS_ERRORS, ComponentRefusedError, DeadlineError
 
 __all__ = [
@@ -40,11 +40,11 @@ __all__ = [
 ffi = cffi.FFI()
 ffi.cdef(CDEF)
 
-# The binding speaks ABI 2 and needs at least this minor of it.
-ABI_MAJOR = 2
+# The binding speaks the header's ABI major and needs at least this minor of it.
+ABI_MAJOR = int(CONSTANTS["ADIL_ABI_MAJOR"])
 ABI_MINOR_REQUIRED = 0
 # What this host tells engines about itself.
-HOST_MAJOR = 2
+HOST_MAJOR = int(CONSTANTS["ADIL_HOST_MAJOR"])
 HOST_MINOR = 0
 HOST_NAME = "adil-python"
 

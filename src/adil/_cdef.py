@@ -153,6 +153,9 @@ typedef struct adil_context_params {
     uint32_t n_threads;
 } adil_context_params;
 
+#define ADIL_DEFAULT_N_CTX_CAP 4096
+#define ADIL_DEFAULT_N_BATCH 512
+
 void adil_context_default_params(adil_context_params *out);
 
 adil_status adil_context_new(adil_model *model, const adil_context_params *params,
@@ -176,6 +179,9 @@ typedef struct adil_sampling_params {
     uint64_t seed;
 } adil_sampling_params;
 
+#define ADIL_DEFAULT_TOP_K 40
+#define ADIL_DEFAULT_REPEAT_LAST_N 64
+
 void adil_sampling_default_params(adil_sampling_params *out);
 
 typedef struct adil_run_params {
@@ -191,6 +197,8 @@ typedef struct adil_run_params {
     uint32_t step_budget_ms;
     uint32_t ignore_eos;
 } adil_run_params;
+
+#define ADIL_DEFAULT_STEP_BUDGET_MS 20
 
 void adil_run_default_params(adil_run_params *out);
 
@@ -226,6 +234,22 @@ int adil_cancel_flag_is_set(void *flag);
 
 void adil_cancel_flag_free(adil_cancel_flag *flag);
 '''
+
+# Every numeric ADIL_ macro of the header (cffi takes only the integer ones).
+CONSTANTS: dict[str, int | float] = {
+    "ADIL_ABI_MAJOR": 2,
+    "ADIL_ABI_MINOR": 0,
+    "ADIL_HOST_MAJOR": 2,
+    "ADIL_DEFAULT_N_CTX_CAP": 4096,
+    "ADIL_DEFAULT_N_BATCH": 512,
+    "ADIL_DEFAULT_TEMPERATURE": 0.8,
+    "ADIL_DEFAULT_TOP_K": 40,
+    "ADIL_DEFAULT_TOP_P": 0.95,
+    "ADIL_DEFAULT_MIN_P": 0.05,
+    "ADIL_DEFAULT_REPEAT_PENALTY": 1.0,
+    "ADIL_DEFAULT_REPEAT_LAST_N": 64,
+    "ADIL_DEFAULT_STEP_BUDGET_MS": 20,
+}
 
 # struct -> its last 2.0 field (ADIL_SIZE_2_0_*): the struct's 2.0 size ends there.
 LAST_2_0_FIELDS: dict[str, str] = {

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._binding import ffi
+from ._cdef import CONSTANTS
 from .errors import check_int, check_real
 
 __all__ = ["Sampling"]
@@ -19,8 +20,9 @@ _INT32_MAX = 2**31 - 1
 class Sampling:
     """How the next token is chosen.  ``temperature=0`` is greedy.
 
-    Defaults follow llama.cpp's.  ``seed=None`` draws a fresh seed per
-    generation; a fixed seed gives the same tokens for the same prompt.
+    The defaults are adil.h's ADIL_DEFAULT_* macros (llama.cpp's values; the
+    signature shows them).  ``seed=None`` draws a fresh seed per generation; a fixed seed gives the
+    same tokens for the same prompt.
 
     Checked when built (InvalidArgumentError), with the engine's ranges:
     ``temperature`` >= 0, ``top_k`` >= 0 (0 = off), ``top_p`` in (0, 1],
@@ -28,12 +30,12 @@ class Sampling:
     finite, floats within a C float and integers within an int32; ``seed``
     None or an integer in [0, 2**64).  Booleans are not numbers here."""
 
-    temperature: float = 0.8
-    top_k: int = 40
-    top_p: float = 0.95
-    min_p: float = 0.05
-    repeat_penalty: float = 1.0
-    repeat_last_n: int = 64
+    temperature: float = float(CONSTANTS["ADIL_DEFAULT_TEMPERATURE"])
+    top_k: int = int(CONSTANTS["ADIL_DEFAULT_TOP_K"])
+    top_p: float = float(CONSTANTS["ADIL_DEFAULT_TOP_P"])
+    min_p: float = float(CONSTANTS["ADIL_DEFAULT_MIN_P"])
+    repeat_penalty: float = float(CONSTANTS["ADIL_DEFAULT_REPEAT_PENALTY"])
+    repeat_last_n: int = int(CONSTANTS["ADIL_DEFAULT_REPEAT_LAST_N"])
     seed: int | None = None
 
     def __post_init__(self) -> None:

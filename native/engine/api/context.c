@@ -50,11 +50,13 @@ ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_para
     adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_CONTEXT_PARAMS, "adil_context_params");
     if (st != ADIL_OK) return st;
     uint32_t n_ctx = p.n_ctx;
-    if (n_ctx == 0) n_ctx = model->tf.hp.n_ctx_train < 4096 ? model->tf.hp.n_ctx_train : 4096;
+    if (n_ctx == 0)
+        n_ctx = model->tf.hp.n_ctx_train < ADIL_DEFAULT_N_CTX_CAP ? model->tf.hp.n_ctx_train
+                                                                 : ADIL_DEFAULT_N_CTX_CAP;
     if (n_ctx > ADIL_MAX_CTX)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_new: n_ctx: expected 1..%u, got %u",
                          ADIL_MAX_CTX, n_ctx);
-    uint32_t n_batch = p.n_batch ? p.n_batch : 512;
+    uint32_t n_batch = p.n_batch ? p.n_batch : ADIL_DEFAULT_N_BATCH;
     if (n_batch > n_ctx) n_batch = n_ctx;
 
     adil_context *ctx = calloc(1, sizeof *ctx);

@@ -181,7 +181,7 @@ ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, si
     run->t_start = adil_now_ms();
     run->total_ms = p.total_timeout_ms;
     run->read_ms = p.read_timeout_ms;
-    run->step_budget_ms = p.step_budget_ms ? p.step_budget_ms : 20;
+    run->step_budget_ms = p.step_budget_ms ? p.step_budget_ms : ADIL_DEFAULT_STEP_BUDGET_MS;
     run->ignore_eos = p.ignore_eos != 0;
     run->n_keep = reusable_prefix(ctx, prompt, run->n_prompt);
     ctx->n_past = run->n_keep; /* drop what follows the shared prefix */

@@ -336,13 +336,20 @@ ADIL_API void adil_grammar_free(adil_grammar *grammar);
 
 typedef struct adil_context_params {
     uint32_t struct_size;
-    uint32_t n_ctx;                /* context window in tokens; 0 = the model's n_ctx_train, capped at 4096 */
-    uint32_t n_batch;              /* prompt tokens per prefill batch; 0 = 512 */
+    uint32_t n_ctx;                /* context window in tokens; 0 = the model's n_ctx_train,
+                                      at most ADIL_DEFAULT_N_CTX_CAP */
+    uint32_t n_batch;              /* prompt tokens per prefill batch; 0 = ADIL_DEFAULT_N_BATCH */
     uint32_t n_threads;            /* 0 = the model's */
 } adil_context_params;
 
 #define ADIL_SIZE_2_0_CONTEXT_PARAMS ADIL_SIZE_THROUGH(adil_context_params, n_threads)
 
+/* What 0 in n_ctx and n_batch stands for. */
+#define ADIL_DEFAULT_N_CTX_CAP 4096
+#define ADIL_DEFAULT_N_BATCH 512
+
+/* Fills `out` with struct_size, n_ctx = 0, n_batch = ADIL_DEFAULT_N_BATCH and
+ * n_threads = 0. */
 ADIL_API void adil_context_default_params(adil_context_params *out);
 
 /* Makes a context for `model`; `params` may be NULL.  The CPU engine
@@ -375,17 +382,26 @@ ADIL_API adil_status adil_context_logits(adil_context *ctx, const int32_t *token
 
 typedef struct adil_sampling_params {
     uint32_t struct_size;
-    float temperature;             /* 0 = greedy (default 0.8) */
-    int32_t top_k;                 /* <= 0: off (default 40) */
-    float top_p;                   /* 1 = off (default 0.95) */
-    float min_p;                   /* 0 = off (default 0.05) */
-    float repeat_penalty;          /* 1 = off (default 1.0) */
-    int32_t repeat_last_n;         /* window of the penalty (default 64) */
+    float temperature;             /* 0 = greedy */
+    int32_t top_k;                 /* <= 0: off */
+    float top_p;                   /* 1 = off */
+    float min_p;                   /* 0 = off */
+    float repeat_penalty;          /* 1 = off */
+    int32_t repeat_last_n;         /* window of the penalty */
     uint64_t seed;                 /* same seed, same tokens (default 0) */
 } adil_sampling_params;
 
 #define ADIL_SIZE_2_0_SAMPLING_PARAMS ADIL_SIZE_THROUGH(adil_sampling_params, seed)
 
+/* The sampling defaults (llama.cpp's), one per field. */
+#define ADIL_DEFAULT_TEMPERATURE 0.8f
+#define ADIL_DEFAULT_TOP_K 40
+#define ADIL_DEFAULT_TOP_P 0.95f
+#define ADIL_DEFAULT_MIN_P 0.05f
+#define ADIL_DEFAULT_REPEAT_PENALTY 1.0f
+#define ADIL_DEFAULT_REPEAT_LAST_N 64
+
+/* Fills `out` with struct_size, the ADIL_DEFAULT_* values above and seed 0. */
 ADIL_API void adil_sampling_default_params(adil_sampling_params *out);
 
 typedef struct adil_run_params {
@@ -399,13 +415,19 @@ typedef struct adil_run_params {
     uint32_t total_timeout_ms;             /* 0 = none; counted from adil_run_start */
     uint32_t read_timeout_ms;              /* 0 = none; longest wait for one token */
     uint32_t step_budget_ms;               /* a step returns once it has a token and this
-                                              much time passed; 0 = 20 ms */
+                                              much time passed;
+                                              0 = ADIL_DEFAULT_STEP_BUDGET_MS */
     uint32_t ignore_eos;                   /* non-zero: EOS/EOT do not stop the run (benchmarks);
                                               engines without a model (the stub) ignore it */
 } adil_run_params;
 
 #define ADIL_SIZE_2_0_RUN_PARAMS ADIL_SIZE_THROUGH(adil_run_params, ignore_eos)
 
+/* What 0 in step_budget_ms stands for, in milliseconds. */
+#define ADIL_DEFAULT_STEP_BUDGET_MS 20
+
+/* Fills `out` with struct_size, step_budget_ms = ADIL_DEFAULT_STEP_BUDGET_MS
+ * and 0 or NULL everywhere else. */
 ADIL_API void adil_run_default_params(adil_run_params *out);
 
 typedef struct adil_run_stats {
