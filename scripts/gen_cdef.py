@@ -2,7 +2,8 @@
 
 The binding's cffi declarations come from the header itself, so the two
 cannot drift; tests/test_cdef.py checks the committed file is up to date.
-Besides the declarations (CDEF, with every integer macro) it writes what
+Besides the declarations (CDEF, with every integer macro; a macro that names
+an enum constant, ADIL_STATUS_LAST, is written with its value) it writes what
 cffi cannot take from a cdef:
 
     CONSTANTS         every numeric ADIL_ macro, floats included
@@ -28,16 +29,26 @@ OUTPUT = ROOT / "src" / "adil" / "_cdef.py"
 _SKIPPED_BLOCKS = ("#ifdef __cplusplus", "#if defined(_WIN32)")
 _INT_DEFINE = re.compile(r"#define\s+(ADIL_\w+)\s+(\d+)\s*$")
 _FLOAT_DEFINE = re.compile(r"#define\s+(ADIL_\w+)\s+(\d+\.\d*)f?\s*$")
+_ALIAS_DEFINE = re.compile(r"#define\s+(ADIL_\w+)\s+(ADIL_\w+)\s*$")
 _SIZE_2_0_DEFINE = re.compile(
     r"#define\s+ADIL_SIZE_2_0_\w+\s+ADIL_SIZE_THROUGH\((\w+),\s*(\w+)\)\s*$")
+_ENUM_CONSTANT = re.compile(r"^\s*(ADIL_\w+)\s*=\s*(\d+)\s*,?\s*$")
 
 
 def _uncommented(text: str) -> str:
     return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
 
 
+def enum_constants(text: str) -> dict[str, int]:
+    """Every `ADIL_X = N` enumerator of the header."""
+    found = (_ENUM_CONSTANT.match(line) for line in _uncommented(text).splitlines())
+    return {m.group(1): int(m.group(2)) for m in found if m}
+
+
 def constants(text: str) -> dict[str, int | float]:
-    """Every numeric ADIL_ macro: integers and floats."""
+    """Every numeric ADIL_ macro: integers, floats, and names of enum constants
+    (by value)."""
+    enums = enum_constants(text)
     out: dict[str, int | float] = {}
     for line in _uncommented(text).splitlines():
         line = line.strip()
@@ -45,6 +56,8 @@ def constants(text: str) -> dict[str, int | float]:
             out[match.group(1)] = int(match.group(2))
         elif match := _FLOAT_DEFINE.match(line):
             out[match.group(1)] = float(match.group(2))
+        elif (match := _ALIAS_DEFINE.match(line)) and match.group(2) in enums:
+            out[match.group(1)] = enums[match.group(2)]
     return out
 
 
@@ -56,6 +69,7 @@ def last_2_0_fields(text: str) -> dict[str, str]:
 
 def header_to_cdef(text: str) -> str:
     """The declarations of the header in the form cffi's cdef() parses."""
+    enums = enum_constants(text)
     text = _uncommented(text)
     out: list[str] = []
     depth_skipped = 0
@@ -75,6 +89,9 @@ def header_to_cdef(text: str) -> str:
             match = _INT_DEFINE.match(stripped)
             if match:
                 out.append(f"#define {match.group(1)} {match.group(2)}")
+            alias = _ALIAS_DEFINE.match(stripped)
+            if alias and alias.group(2) in enums:
+                out.append(f"#define {alias.group(1)} {enums[alias.group(2)]}")
             continue
         line = line.replace("ADIL_API ", "")
         if line.strip() or (out and out[-1].strip()):

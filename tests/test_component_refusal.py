@@ -61,7 +61,7 @@ def test_host_major_is_checked_by_the_engine(stub_engine: adil.Engine) -> None:
     host.struct_size = ffi.sizeof("adil_host_info")
     host.host_major = 3
     out = ffi.new("adil_engine **")
-    assert lib.adil_engine_open(host, ffi.NULL, out) == 9  # ADIL_STATUS_HOST_REFUSED
+    assert lib.adil_engine_open(host, ffi.NULL, out) == lib.ADIL_STATUS_HOST_REFUSED
     message = ffi.string(lib.adil_last_error()).decode()
     assert "3" in message and "2" in message
 

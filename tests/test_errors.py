@@ -10,6 +10,7 @@ import pytest
 
 import adil
 from adil import errors
+from adil._cdef import CONSTANTS
 
 HEADER = Path(__file__).resolve().parent.parent / "native" / "include" / "adil" / "adil.h"
 
@@ -38,11 +39,34 @@ def header_statuses() -> dict[str, int]:
 def test_every_status_maps_to_exactly_one_class() -> None:
     statuses = header_statuses()
     assert statuses.pop("ADIL_OK") == 0
-    assert set(statuses.values()) == set(errors.STATUS_ERRORS)
-    classes = list(errors.STATUS_ERRORS.values())
+    assert set(statuses) == set(errors.STATUS_CLASSES)
+    classes = list(errors.STATUS_CLASSES.values())
     assert len(classes) == len(set(classes)), "two statuses share a class"
     for cls in classes:
         assert issubclass(cls, adil.AdilError)
+
+
+def test_binding_maps_every_status_by_value() -> None:
+    """The binding's table by value comes from the cdef's enum, and covers
+    every status up to ADIL_STATUS_LAST."""
+    from adil import _binding
+
+    statuses = header_statuses()
+    for name, value in statuses.items():
+        assert _binding.STATUSES[name] == value
+        if name != "ADIL_OK":
+            assert _binding.STATUS_ERRORS[value] is errors.STATUS_CLASSES[name]
+    assert max(_binding.STATUS_ERRORS) == CONSTANTS["ADIL_STATUS_LAST"]
+
+
+def test_a_status_without_a_class_fails_at_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    from adil import _binding
+
+    classes = dict(errors.STATUS_CLASSES)
+    del classes["ADIL_STATUS_IO"]
+    monkeypatch.setattr(_binding, "STATUS_CLASSES", classes)
+    with pytest.raises(ImportError, match="no class for ADIL_STATUS_IO"):
+        _binding._status_errors()
 
 
 def test_status_names_match_the_engine(stub_engine: adil.Engine) -> None:
@@ -69,7 +93,7 @@ def test_component_refused_codes() -> None:
 
 
 def test_codes_are_unique() -> None:
-    codes = [cls.code for cls in errors.STATUS_ERRORS.values()]
+    codes = [cls.code for cls in errors.STATUS_CLASSES.values()]
     assert len(codes) == len(set(codes))
 
 

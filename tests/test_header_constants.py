@@ -1,6 +1,6 @@
 """What the binding reads from the header agrees with what a C compiler makes
-of adil.h: every numeric macro (CONSTANTS, floats included), every struct's
-size, field offsets and 2.0 size
+of adil.h: every numeric macro (CONSTANTS, floats included), every status and
+stop reason, every struct's size, field offsets and 2.0 size
 (ADIL_SIZE_2_0_*).  The engines' default params are the header's defaults,
 and so are Sampling's."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import adil
-from adil._binding import SIZES_2_0, STRUCT_SIZE_FIELDS, ffi, open_library
+from adil._binding import SIZES_2_0, STATUSES, STOP_REASONS, STRUCT_SIZE_FIELDS, ffi, open_library
 from adil._cdef import CONSTANTS, LAST_2_0_FIELDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +27,7 @@ def _c_program() -> str:
     """A C program that prints, as JSON, every value the binding takes from
     the header, as the compiler sees it."""
     lines = []
-    for name in CONSTANTS:
+    for name in [*CONSTANTS, *STATUSES, *STOP_REASONS]:
         lines.append(f'    printf("\\"%s\\": %.17g,\\n", "{name}", (double)({name}));')
     for struct in LAST_2_0_FIELDS:
         size_2_0 = "ADIL_SIZE_2_0_" + struct.removeprefix("adil_").upper()
@@ -67,6 +67,18 @@ def test_constants_are_the_headers(compiled: dict[str, float]) -> None:
             assert _as_float32(value) == _as_float32(compiled[name]), name
         else:
             assert value == compiled[name], name
+
+
+def test_statuses_and_stop_reasons_are_the_headers(compiled: dict[str, float]) -> None:
+    for name, value in {**STATUSES, **STOP_REASONS}.items():
+        assert value == compiled[name], name
+    assert max(STATUSES.values()) == CONSTANTS["ADIL_STATUS_LAST"]
+
+
+def test_every_stop_reason_has_its_name() -> None:
+    from adil.generation import _STOP_REASONS
+
+    assert set(_STOP_REASONS) == set(STOP_REASONS.values())
 
 
 def test_struct_layouts_and_2_0_sizes_are_the_headers(compiled: dict[str, float]) -> None:

@@ -23,13 +23,16 @@ from typing import Any, NoReturn
 import cffi
 
 from ._cdef import CDEF, CONSTANTS, LAST_2_0_FIELDS
-from .errors import STATUS_ERRORS, ComponentRefusedError, DeadlineError
+from .errors import STATUS_CLASSES, AdilError, ComponentRefusedError, DeadlineError
 
 __all__ = [
     "ENGINE_LIBRARY",
     "HOST_MAJOR",
     "HOST_MINOR",
     "Library",
+    "STATUSES",
+    "STATUS_ERRORS",
+    "STOP_REASONS",
     "STUB_LIBRARY",
     "check",
     "ffi",
@@ -47,6 +50,27 @@ ABI_MINOR_REQUIRED = 0
 HOST_MAJOR = int(CONSTANTS["ADIL_HOST_MAJOR"])
 HOST_MINOR = 0
 HOST_NAME = "adil-python"
+
+# adil_status and adil_stop_reason of the header: name -> value.
+STATUSES: dict[str, int] = dict(ffi.typeof("adil_status").relements)
+STOP_REASONS: dict[str, int] = dict(ffi.typeof("adil_stop_reason").relements)
+ADIL_OK = STATUSES["ADIL_OK"]
+
+
+def _status_errors() -> dict[int, type[AdilError]]:
+    """errors.STATUS_CLASSES by value; every status from 1 to ADIL_STATUS_LAST
+    must have its class."""
+    table = {STATUSES[name]: cls for name, cls in STATUS_CLASSES.items()}
+    last = int(CONSTANTS["ADIL_STATUS_LAST"])
+    names = {value: name for name, value in STATUSES.items()}
+    missing = [names.get(value, str(value)) for value in range(1, last + 1) if value not in table]
+    if missing:
+        raise ImportError(f"adil.errors.STATUS_CLASSES has no class for {', '.join(missing)}")
+    return table
+
+
+# adil_status value -> the one error class that stands for it.
+STATUS_ERRORS: dict[int, type[AdilError]] = _status_errors()
 
 # Every function of the header: an engine must export all of them.
 REQUIRED_SYMBOLS: tuple[str, ...] = tuple(
@@ -203,13 +227,17 @@ def _list(ptr: Any) -> tuple[str, ...]:
     return tuple(item for item in _string(ptr).split(",") if item)
 
 
-_DEADLINE_LIMITS = {4: "total", 5: "read"}  # adil_stop_reason -> Timeout field
+# adil_stop_reason -> the Timeout field whose deadline it is.
+_DEADLINE_LIMITS = {
+    STOP_REASONS["ADIL_STOP_DEADLINE_TOTAL"]: "total",
+    STOP_REASONS["ADIL_STOP_DEADLINE_READ"]: "read",
+}
 
 
-def check(lib: Any, status: int, *, stop_reason: int = 0) -> None:
-    """Raises the error class of `status` (see errors.STATUS_ERRORS) with the
+def check(lib: Any, status: int, *, stop_reason: int = STOP_REASONS["ADIL_STOP_NONE"]) -> None:
+    """Raises the error class of `status` (see STATUS_ERRORS) with the
     engine's per-thread message; returns for ADIL_OK."""
-    if status == 0:
+    if status == ADIL_OK:
         return
     message = _string(lib.adil_last_error()) or _string(lib.adil_status_string(status))
     cls = STATUS_ERRORS.get(status)

@@ -33,6 +33,8 @@ typedef enum adil_status {
     ADIL_STATUS_INTERNAL = 13
 } adil_status;
 
+#define ADIL_STATUS_LAST 13
+
 typedef enum adil_stop_reason {
     ADIL_STOP_NONE = 0,
     ADIL_STOP_END_OF_TEXT = 1,
@@ -240,6 +242,7 @@ CONSTANTS: dict[str, int | float] = {
     "ADIL_ABI_MAJOR": 2,
     "ADIL_ABI_MINOR": 0,
     "ADIL_HOST_MAJOR": 2,
+    "ADIL_STATUS_LAST": 13,
     "ADIL_DEFAULT_N_CTX_CAP": 4096,
     "ADIL_DEFAULT_N_BATCH": 512,
     "ADIL_DEFAULT_TEMPERATURE": 0.8,

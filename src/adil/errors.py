@@ -24,8 +24,8 @@ stable ``code``; branch on the class or the code, never on the message::
 HTTP-path errors also carry ``.status`` (the HTTP status) and
 ``.request_id``; both are ``None`` in-process.
 
-Each engine status code (``adil_status`` in ``adil.h``) maps onto exactly one
-class: :data:`STATUS_ERRORS`.
+Each engine status (``adil_status`` in ``adil.h``) maps onto exactly one
+class, by name: :data:`STATUS_CLASSES`.
 
 :func:`check_real` and :func:`check_int` are the argument checks of the
 settings objects (``Timeout``, ``RetryPolicy``, ``Sampling``): a bad value is
@@ -54,7 +54,7 @@ __all__ = [
     "ModelNotReadyError",
     "OutputValidationError",
     "PermissionDeniedError",
-    "STATUS_ERRORS",
+    "STATUS_CLASSES",
     "ServiceConnectionError",
     "ToolSchemaError",
     "check_int",
@@ -218,24 +218,26 @@ class EngineInternalError(AdilError):
     code = "internal_error"
 
 
-# adil_status value -> the one class that stands for it (ADIL_OK has none).
-STATUS_ERRORS: dict[int, type[AdilError]] = {
-    1: CancelledError,  # ADIL_STATUS_CANCELLED
-    2: DeadlineError,  # ADIL_STATUS_DEADLINE
-    3: BusyError,  # ADIL_STATUS_BUSY
-    4: ModelNotReadyError,  # ADIL_STATUS_MODEL_NOT_READY
-    5: ContextLengthError,  # ADIL_STATUS_CONTEXT_LENGTH
-    6: CapabilityError,  # ADIL_STATUS_CAPABILITY
-    7: OutputValidationError,  # ADIL_STATUS_OUTPUT_VALIDATION
-    8: ModelFormatError,  # ADIL_STATUS_MODEL_FORMAT
-    9: ComponentRefusedError,  # ADIL_STATUS_HOST_REFUSED
-    10: InvalidArgumentError,  # ADIL_STATUS_INVALID_ARGUMENT
-    11: ModelFileError,  # ADIL_STATUS_IO
-    12: EngineMemoryError,  # ADIL_STATUS_OUT_OF_MEMORY
-    13: EngineInternalError,  # ADIL_STATUS_INTERNAL
+# adil_status name (adil.h) -> the one class that stands for it (ADIL_OK has
+# none).  The binding turns it into a table by value (_binding.STATUS_ERRORS)
+# and checks at import that it covers every status up to ADIL_STATUS_LAST.
+STATUS_CLASSES: dict[str, type[AdilError]] = {
+    "ADIL_STATUS_CANCELLED": CancelledError,
+    "ADIL_STATUS_DEADLINE": DeadlineError,
+    "ADIL_STATUS_BUSY": BusyError,
+    "ADIL_STATUS_MODEL_NOT_READY": ModelNotReadyError,
+    "ADIL_STATUS_CONTEXT_LENGTH": ContextLengthError,
+    "ADIL_STATUS_CAPABILITY": CapabilityError,
+    "ADIL_STATUS_OUTPUT_VALIDATION": OutputValidationError,
+    "ADIL_STATUS_MODEL_FORMAT": ModelFormatError,
+    "ADIL_STATUS_HOST_REFUSED": ComponentRefusedError,
+    "ADIL_STATUS_INVALID_ARGUMENT": InvalidArgumentError,
+    "ADIL_STATUS_IO": ModelFileError,
+    "ADIL_STATUS_OUT_OF_MEMORY": EngineMemoryError,
+    "ADIL_STATUS_INTERNAL": EngineInternalError,
 }
 
-_BY_CODE: dict[str, type[AdilError]] = {cls.code: cls for cls in STATUS_ERRORS.values()}
+_BY_CODE: dict[str, type[AdilError]] = {cls.code: cls for cls in STATUS_CLASSES.values()}
 _BY_CODE.update(
     {
         ServiceConnectionError.code: ServiceConnectionError,

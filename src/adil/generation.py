@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._binding import check, ffi
+from ._binding import STATUSES, STOP_REASONS, check, ffi
 from .errors import AdilError, BusyError
 
 if TYPE_CHECKING:
@@ -26,15 +26,22 @@ if TYPE_CHECKING:
 __all__ = ["Completion", "Generation", "Piece", "Stats"]
 
 STEP_CAPACITY = 64
+# adil_stop_reason value -> Generation.stop_reason.
 _STOP_REASONS = {
-    0: "running",
-    1: "end_of_text",
-    2: "max_tokens",
-    3: "cancelled",
-    4: "deadline",
-    5: "deadline",
-    6: "error",
+    STOP_REASONS[name]: reason
+    for name, reason in {
+        "ADIL_STOP_NONE": "running",
+        "ADIL_STOP_END_OF_TEXT": "end_of_text",
+        "ADIL_STOP_MAX_TOKENS": "max_tokens",
+        "ADIL_STOP_CANCELLED": "cancelled",
+        "ADIL_STOP_DEADLINE_TOTAL": "deadline",
+        "ADIL_STOP_DEADLINE_READ": "deadline",
+        "ADIL_STOP_ERROR": "error",
+    }.items()
 }
+# A run that ends with one of these statuses raises nothing (a cancelled run
+# just stops).
+_QUIET_STATUSES = (STATUSES["ADIL_OK"], STATUSES["ADIL_STATUS_CANCELLED"])
 
 
 @dataclass(frozen=True)
@@ -226,7 +233,7 @@ class Generation(Iterator[Piece]):
         self.stop_reason = "stop_sequence" if stopped_by_string else _STOP_REASONS.get(
             raw.stop_reason, "error")
         self._model._free_run(self._serial)
-        if status not in (0, 1):  # ADIL_STATUS_CANCELLED ends the run, it is no error
+        if status not in _QUIET_STATUSES:
             try:
                 check(self._lib, status, stop_reason=raw.stop_reason)
             except AdilError as error:
