@@ -2,8 +2,10 @@
  * errors.c — status names and the per-thread last-error message.
  *
  * The message buffer is thread-local so that two threads failing at the same
- * time never see each other's message; it is the only thread-local (and the
- * only mutable static) state of an engine.
+ * time never see each other's message; it is the only thread-local state of
+ * an engine.  (The CPU engine's other statics are set once and read-only
+ * afterwards: the kernel level, its kernel tables, the component info; see
+ * "Rules of the ABI" in adil.h.)
  */
 #include "adil_common.h"
 

@@ -10,8 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Filled once (pthread_once) and read-only afterwards: the only static data
- * of the engine, and it never changes after the first call. */
+/* Filled once (pthread_once) and read-only afterwards, like the kernel level
+ * and the kernel tables of compute/: the engine's process-wide state (adil.h,
+ * "Rules of the ABI"). */
 static adil_component_info component_info;
 static char cpu_feature_list[192];
 static pthread_once_t component_once = PTHREAD_ONCE_INIT;
