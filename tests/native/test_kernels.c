@@ -1,13 +1,13 @@
 /*
  * test_kernels.c — the compute layer without Python: half/bfloat16
- * conversions (exhaustive round trip, rounding ties), the traits table, the
- * thread pool (every worker runs every job, ranges tile exactly), and matmul /
- * get_rows against a naive dequantize-then-dot reference.
+ * conversions (exhaustive round trip, rounding ties), the facts and kernel
+ * tables, the thread pool (every worker runs every job, ranges tile exactly),
+ * and matmul / get_rows against a naive dequantize-then-dot reference.
  */
 #include "adil_common.h"
 #include "compute/matmul.h"
 #include "compute/threadpool.h"
-#include "compute/weight_types.h"
+#include "compute/kernels.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -46,19 +46,25 @@ static void test_fp16(void) {
     CHECK(isnan(adil_bf16_to_f32(adil_f32_to_bf16(NAN))));
 }
 
-static void test_traits(void) {
+static void test_tables(void) {
     static const uint32_t with_kernels[] = {ADIL_WT_F32,  ADIL_WT_F16,  ADIL_WT_BF16, ADIL_WT_Q4_0,
                                             ADIL_WT_Q4_1, ADIL_WT_Q5_0, ADIL_WT_Q5_1, ADIL_WT_Q8_0,
                                             ADIL_WT_Q2_K, ADIL_WT_Q3_K, ADIL_WT_Q4_K, ADIL_WT_Q5_K,
                                             ADIL_WT_Q6_K};
     for (size_t i = 0; i < sizeof(with_kernels) / sizeof(with_kernels[0]); i++) {
-        const adil_wtype_traits *t = adil_wtype_get(with_kernels[i]);
-        CHECK(t != NULL && adil_wtype_has_kernels(with_kernels[i]));
-        const adil_wtype_traits *act = adil_wtype_get(t->vec_dot_type);
-        CHECK(act != NULL && act->quantize_row != NULL && act->block_size == t->block_size);
+        const adil_wtype_facts *t = adil_wtype_facts_get(with_kernels[i]);
+        const adil_wtype_kernels *k = adil_wtype_kernels_get(with_kernels[i]);
+        CHECK(t != NULL && k != NULL && adil_wtype_has_kernels(with_kernels[i]));
+        const adil_wtype_kernels *act = adil_wtype_kernels_get(k->vec_dot_type);
+        CHECK(act != NULL && act->quantize_row != NULL &&
+              adil_wtype_facts_get(k->vec_dot_type)->block_size == t->block_size);
         CHECK(adil_row_size(with_kernels[i], 4 * t->block_size) == 4 * t->type_size);
     }
-    CHECK(adil_wtype_get(4) == NULL && adil_wtype_get(99) == NULL);
+    CHECK(adil_wtype_facts_get(4) == NULL && adil_wtype_facts_get(99) == NULL);
+    CHECK(adil_wtype_kernels_get(4) == NULL && adil_wtype_kernels_get(99) == NULL);
+    /* known without kernels: the reader accepts it, no model computes with it */
+    CHECK(adil_wtype_facts_get(ADIL_WT_I32) != NULL &&
+          adil_wtype_kernels_get(ADIL_WT_I32)->dequantize_row == NULL);
     CHECK(strcmp(adil_wtype_name(99), "?") == 0 && strcmp(adil_wtype_name(12), "Q4_K") == 0);
     CHECK(!adil_wtype_has_kernels(ADIL_WT_Q8_K) && !adil_wtype_has_kernels(ADIL_WT_I32));
     CHECK(adil_row_size(ADIL_WT_Q4_K, 255) == 0 && adil_row_size(99, 32) == 0);
@@ -137,23 +143,23 @@ static float next_f(void) {
 /* A weight of `type`: quantized from random floats where a quantizer exists,
  * else random bytes with small fp16 scales at the given offsets. */
 static void *random_weight(uint32_t type, int64_t rows, int64_t cols) {
-    const adil_wtype_traits *t = adil_wtype_get(type);
+    const adil_wtype_kernels *k = adil_wtype_kernels_get(type);
     size_t row = adil_row_size(type, cols);
     uint8_t *w = malloc(row * (size_t)rows);
     float *x = malloc(sizeof(float) * (size_t)cols);
     for (int64_t r = 0; r < rows; r++) {
-        if (t->quantize_row != NULL) {
+        if (k->quantize_row != NULL) {
             for (int64_t c = 0; c < cols; c++) {
                 x[c] = next_f();
             }
-            t->quantize_row(x, w + (size_t)r * row, cols);
+            k->quantize_row(x, w + (size_t)r * row, cols);
             continue;
         }
         for (size_t i = 0; i < row; i++) {
             w[(size_t)r * row + i] = (uint8_t)next_u32();
         }
         /* Q4_K: d and dmin are the first two halves of each 144-byte block. */
-        for (size_t b = 0; b < row; b += t->type_size) {
+        for (size_t b = 0; b < row; b += adil_wtype_facts_get(type)->type_size) {
             adil_fp16 d = adil_f32_to_fp16(0.01f), m = adil_f32_to_fp16(0.002f);
             memcpy(w + (size_t)r * row + b, &d, 2);
             memcpy(w + (size_t)r * row + b + 2, &m, 2);
@@ -236,7 +242,7 @@ static void test_matmul(void) {
 
 int main(void) {
     test_fp16();
-    test_traits();
+    test_tables();
     test_pool();
     test_matmul();
     return test_report("test_kernels");

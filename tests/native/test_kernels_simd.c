@@ -1,7 +1,7 @@
 /*
  * test_kernels_simd.c — every SIMD kernel level this CPU supports against
  * the scalar reference kernels (ADIL_CPU does not matter here: each level's
- * table is read with adil_wtype_get_at):
+ * table is read with adil_wtype_kernels_at):
  *   - activation quantizers (Q8_0, Q8_K): the same bytes as the scalar ones,
  *     on random rows, extreme magnitudes, rounding ties, NaN / inf / zeros;
  *   - vec_dot of every weight type within a named error budget of the
@@ -16,7 +16,7 @@
  */
 #include "adil_common.h"
 #include "compute/cpu_level.h"
-#include "compute/weight_types.h"
+#include "compute/kernels.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -92,13 +92,13 @@ static float scale_value(regime r) {
 /* A row of n elements of `c->type` with random payload bytes and scale
  * fields from regime r (float types: values scaled like the regime). */
 static void random_weight_row(const type_case *c, regime r, int64_t n, uint8_t *dst) {
-    const adil_wtype_traits *t = adil_wtype_get_at(ADIL_CPU_SCALAR, c->type);
+    const adil_wtype_facts *t = adil_wtype_facts_get(c->type);
     if (t->block_size == 1) {
         float *x = malloc(sizeof(float) * (size_t)n);
         for (int64_t i = 0; i < n; i++) {
             x[i] = next_f() * (r == SCALE_HUGE ? 1e4f : r == SCALE_TINY ? 1e-4f : 1.0f);
         }
-        t->quantize_row(x, dst, n);
+        adil_wtype_kernels_at(ADIL_CPU_SCALAR, c->type)->quantize_row(x, dst, n);
         free(x);
         return;
     }
@@ -153,15 +153,15 @@ static void test_choose(void) {
     CHECK(adil_cpu_level_selected() <= adil_cpu_level_supported());
     CHECK(strcmp(adil_cpu_level_name(), adil_cpu_level_string(adil_cpu_level_selected())) == 0);
     CHECK(strcmp(adil_cpu_level_string(ADIL_CPU_LEVEL_COUNT), "?") == 0);
-    CHECK(adil_wtype_get(ADIL_WT_Q8_0) ==
-          adil_wtype_get_at(adil_cpu_level_selected(), ADIL_WT_Q8_0));
-    CHECK(adil_wtype_get_at(-1, ADIL_WT_Q8_0) == NULL);
-    CHECK(adil_wtype_get_at(ADIL_CPU_LEVEL_COUNT, ADIL_WT_Q8_0) == NULL);
-    CHECK(adil_wtype_get_at(ADIL_CPU_AVX2, 4) == NULL);
+    CHECK(adil_wtype_kernels_get(ADIL_WT_Q8_0) ==
+          adil_wtype_kernels_at(adil_cpu_level_selected(), ADIL_WT_Q8_0));
+    CHECK(adil_wtype_kernels_at(-1, ADIL_WT_Q8_0) == NULL);
+    CHECK(adil_wtype_kernels_at(ADIL_CPU_LEVEL_COUNT, ADIL_WT_Q8_0) == NULL);
+    CHECK(adil_wtype_kernels_at(ADIL_CPU_AVX2, 4) == NULL);
     for (int level = 0; level < ADIL_CPU_LEVEL_COUNT; level++) {
-        /* names and sizes are the scalar table's at every level */
-        const adil_wtype_traits *t = adil_wtype_get_at(level, ADIL_WT_Q6_K);
-        CHECK(t != NULL && strcmp(t->name, "Q6_K") == 0 && t->type_size == sizeof(block_q6_K));
+        /* activation types are the scalar table's at every level */
+        const adil_wtype_kernels *k = adil_wtype_kernels_at(level, ADIL_WT_Q6_K);
+        CHECK(k != NULL && k->vec_dot_type == ADIL_WT_Q8_K && k->vec_dot != NULL);
     }
 }
 
@@ -193,8 +193,8 @@ static void test_quantizers_at(int level) {
     const int64_t n = 4096;
     float *x = malloc(sizeof(float) * n);
     for (size_t i = 0; i < 2; i++) {
-        const adil_wtype_traits *ref = adil_wtype_get_at(ADIL_CPU_SCALAR, types[i]);
-        const adil_wtype_traits *simd = adil_wtype_get_at(level, types[i]);
+        const adil_wtype_kernels *ref = adil_wtype_kernels_at(ADIL_CPU_SCALAR, types[i]);
+        const adil_wtype_kernels *simd = adil_wtype_kernels_at(level, types[i]);
         size_t bytes = adil_row_size(types[i], n);
         uint8_t *a = malloc(bytes), *b = malloc(bytes);
         for (int round = 0; round < 40; round++) {
@@ -206,8 +206,8 @@ static void test_quantizers_at(int level) {
             ref->quantize_row(x, a, n);
             simd->quantize_row(x, b, n);
             if (memcmp(a, b, bytes) != 0) {
-                fprintf(stderr, "quantize %s at %s: bytes differ (round %d)\n", ref->name,
-                        adil_cpu_level_string(level), round);
+                fprintf(stderr, "quantize %s at %s: bytes differ (round %d)\n",
+                        adil_wtype_name(types[i]), adil_cpu_level_string(level), round);
                 test_failures++;
                 break;
             }
@@ -223,8 +223,8 @@ static void test_quantizers_at(int level) {
 /* sum |w_i a_i| of the dequantized operands: the scale errors are relative to. */
 static double magnitude(const type_case *c, const uint8_t *w, const uint8_t *act, const float *x,
                         int64_t n) {
-    const adil_wtype_traits *t = adil_wtype_get_at(ADIL_CPU_SCALAR, c->type);
-    const adil_wtype_traits *at = adil_wtype_get_at(ADIL_CPU_SCALAR, t->vec_dot_type);
+    const adil_wtype_kernels *t = adil_wtype_kernels_at(ADIL_CPU_SCALAR, c->type);
+    const adil_wtype_kernels *at = adil_wtype_kernels_at(ADIL_CPU_SCALAR, t->vec_dot_type);
     float *wf = malloc(sizeof(float) * n), *af = malloc(sizeof(float) * n);
     t->dequantize_row(w, wf, n);
     if (t->vec_dot_type == ADIL_WT_F32) {
@@ -243,17 +243,17 @@ static double magnitude(const type_case *c, const uint8_t *w, const uint8_t *act
 
 /* Activations of x for type c: quantized by the scalar quantizer, or x. */
 static const void *activations(const type_case *c, const float *x, int64_t n, uint8_t *buf) {
-    const adil_wtype_traits *t = adil_wtype_get_at(ADIL_CPU_SCALAR, c->type);
+    const adil_wtype_kernels *t = adil_wtype_kernels_at(ADIL_CPU_SCALAR, c->type);
     if (t->vec_dot_type == ADIL_WT_F32) {
         return x;
     }
-    adil_wtype_get_at(ADIL_CPU_SCALAR, t->vec_dot_type)->quantize_row(x, buf, n);
+    adil_wtype_kernels_at(ADIL_CPU_SCALAR, t->vec_dot_type)->quantize_row(x, buf, n);
     return buf;
 }
 
 static void test_vec_dot_case(int level, const type_case *c, int64_t n, regime r, double *worst) {
-    const adil_wtype_traits *ref = adil_wtype_get_at(ADIL_CPU_SCALAR, c->type);
-    const adil_wtype_traits *simd = adil_wtype_get_at(level, c->type);
+    const adil_wtype_kernels *ref = adil_wtype_kernels_at(ADIL_CPU_SCALAR, c->type);
+    const adil_wtype_kernels *simd = adil_wtype_kernels_at(level, c->type);
     uint8_t *w = malloc(adil_row_size(c->type, n));
     uint8_t *buf = malloc(adil_row_size(ADIL_WT_Q8_0, n) + adil_row_size(ADIL_WT_Q8_K, n) + 64);
     float *x = malloc(sizeof(float) * n);
@@ -265,7 +265,7 @@ static void test_vec_dot_case(int level, const type_case *c, int64_t n, regime r
     double err = scale > 0 ? fabs((double)got - want) / scale : (got == want ? 0 : INFINITY);
     if (!(err <= c->budget)) {
         fprintf(stderr, "vec_dot %s at %s, n %lld, regime %d: got %.9g, scalar %.9g, relative "
-                "error %g over budget %g\n", ref->name, adil_cpu_level_string(level),
+                "error %g over budget %g\n", adil_wtype_name(c->type), adil_cpu_level_string(level),
                 (long long)n, (int)r, got, want, err, c->budget);
         test_failures++;
     }
@@ -289,7 +289,7 @@ static void test_vec_dot_at(int level) {
             }
         }
         /* the legacy types also at 32 and 96 elements (1 and 3 blocks) */
-        if (adil_wtype_get_at(level, CASES[i].type)->block_size <= 32) {
+        if (adil_wtype_facts_get(CASES[i].type)->block_size <= 32) {
             test_vec_dot_case(level, &CASES[i], 32, SCALE_NORMAL, &worst);
             test_vec_dot_case(level, &CASES[i], 96, SCALE_MIXED, &worst);
         }
@@ -307,7 +307,7 @@ static void test_vec_dot_at(int level) {
 /* Every sub-tile shape against vec_dot, bit for bit, on padded strides;
  * cells outside the tile keep their sentinel. */
 static void test_tile_case(int level, const type_case *c, int64_t n) {
-    const adil_wtype_traits *t = adil_wtype_get_at(level, c->type);
+    const adil_wtype_kernels *t = adil_wtype_kernels_at(level, c->type);
     if (t->tile_dot == NULL) {
         return;
     }
@@ -322,7 +322,8 @@ static void test_tile_case(int level, const type_case *c, int64_t n) {
     }
     for (int k = 0; k < TILE_TOKS; k++) {
         random_activations(n, x);
-        adil_wtype_get_at(ADIL_CPU_SCALAR, t->vec_dot_type)->quantize_row(x, act + k * a_stride, n);
+        const adil_wtype_kernels *at = adil_wtype_kernels_at(ADIL_CPU_SCALAR, t->vec_dot_type);
+        at->quantize_row(x, act + k * a_stride, n);
         for (int r = 0; r < TILE_ROWS; r++) {
             want[k][r] = t->vec_dot(n, w + r * w_stride, act + k * a_stride);
         }
@@ -344,8 +345,9 @@ static void test_tile_case(int level, const type_case *c, int64_t n) {
                 }
             }
             if (bad) {
-                fprintf(stderr, "tile %s at %s, n %lld, %d x %d: %d cells wrong\n", t->name,
-                        adil_cpu_level_string(level), (long long)n, nr, nt, bad);
+                fprintf(stderr, "tile %s at %s, n %lld, %d x %d: %d cells wrong\n",
+                        adil_wtype_name(c->type), adil_cpu_level_string(level), (long long)n,
+                        nr, nt, bad);
                 test_failures++;
             }
         }

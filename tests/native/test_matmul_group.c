@@ -15,7 +15,7 @@
  */
 #include "compute/matmul.h"
 #include "compute/threadpool.h"
-#include "compute/weight_types.h"
+#include "compute/kernels.h"
 #include "test_util.h"
 
 #include <stdatomic.h>
@@ -51,14 +51,14 @@ static const type_info TYPES[] = {
 #define COLS 512
 
 static adil_weight make_weight(const type_info *ti, int64_t rows) {
-    const adil_wtype_traits *t = adil_wtype_get(ti->type);
+    const adil_wtype_facts *t = adil_wtype_facts_get(ti->type);
     const size_t row = adil_row_size(ti->type, COLS), bytes = row * (size_t)rows;
     uint8_t *data = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (t->block_size == 1) {
         float x[COLS];
         for (int64_t r = 0; r < rows; r++) {
             for (int i = 0; i < COLS; i++) x[i] = next_f();
-            t->quantize_row(x, data + (size_t)r * row, COLS);
+            adil_wtype_kernels_get(ti->type)->quantize_row(x, data + (size_t)r * row, COLS);
         }
     } else {
         for (size_t i = 0; i < bytes; i++) data[i] = (uint8_t)next_u32();
@@ -76,14 +76,14 @@ static adil_weight make_weight(const type_info *ti, int64_t rows) {
  * into `act` (adil_matmul_scratch_size bytes). */
 static void want_by_vec_dot(const adil_weight *w, const float *x, int64_t n_tokens, float *want,
                             void *act) {
-    const adil_wtype_traits *wt = adil_wtype_get(w->type);
+    const adil_wtype_kernels *wt = adil_wtype_kernels_get(w->type);
     const size_t w_row = adil_row_size(w->type, COLS);
     size_t act_row = COLS * sizeof(float);
     const uint8_t *a = (const uint8_t *)x;
     if (wt->vec_dot_type != ADIL_WT_F32) {
         act_row = adil_row_size(wt->vec_dot_type, COLS);
         for (int64_t t = 0; t < n_tokens; t++)
-            adil_wtype_get(wt->vec_dot_type)->quantize_row(x + t * COLS, (uint8_t *)act + (size_t)t * act_row, COLS);
+            adil_wtype_kernels_get(wt->vec_dot_type)->quantize_row(x + t * COLS, (uint8_t *)act + (size_t)t * act_row, COLS);
         a = act;
     }
     for (int64_t t = 0; t < n_tokens; t++)

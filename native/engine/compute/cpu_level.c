@@ -20,7 +20,7 @@ static char selected_note[160];
 static pthread_once_t selected_once = PTHREAD_ONCE_INIT;
 
 adil_cpu_level adil_cpu_level_supported(void) {
-#if defined(__x86_64__) /* the SIMD kernels are built for x86-64 only (dispatch.c) */
+#if defined(__x86_64__) /* the SIMD kernels are built for x86-64 only (kernels.c) */
     /* __builtin_cpu_supports also checks that the OS saves the AVX / AVX-512
      * register state (XGETBV), not only the CPUID bits. */
     __builtin_cpu_init();

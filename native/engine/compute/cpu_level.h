@@ -29,7 +29,7 @@ typedef enum adil_cpu_level {
 /* The best level this CPU runs (feature flags checked at run time). */
 adil_cpu_level adil_cpu_level_supported(void);
 
-/* The level the traits table dispatches to (ADIL_CPU applied; decided once). */
+/* The level the kernel tables dispatch to (ADIL_CPU applied; decided once). */
 adil_cpu_level adil_cpu_level_selected(void);
 
 /* Name of the selected level: "scalar", "avx2" or "avx512" (for the

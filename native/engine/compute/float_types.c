@@ -5,7 +5,7 @@
  * compiler vectorise without -ffast-math; 16-bit rows are widened a chunk at
  * a time into a stack buffer.
  */
-#include "compute/kernels.h"
+#include "compute/kernels_scalar.h"
 
 #include <string.h>
 

@@ -14,12 +14,12 @@
  * streams the rows in order; several tokens go by tiles of TOKEN_TILE
  * tokens × about TILE_BYTES of weight rows, so a weight row is read from
  * memory once per TOKEN_TILE tokens.  Each tile goes to the type's tile
- * kernel (weight_types.h), which keeps small groups of rows and tokens in
+ * kernel (kernels.h), which keeps small groups of rows and tokens in
  * registers; types without one (the scalar level) loop over vec_dot.
  */
 #include "compute/matmul.h"
 
-#include "compute/weight_types.h"
+#include "compute/kernels.h"
 
 #include <inttypes.h>
 
@@ -33,12 +33,12 @@
 
 /* One weight of the group, ready to compute. */
 typedef struct mm_part {
-    const adil_wtype_traits *wt;
+    const adil_wtype_kernels *wk;
     const uint8_t *w;      /* [rows][w_row bytes] */
     size_t w_row;
     int64_t rows;
     float *y;              /* [n_tokens][rows] */
-    const uint8_t *act;    /* [n_tokens][act_row bytes]: x quantized to wt's activation type */
+    const uint8_t *act;    /* [n_tokens][act_row bytes]: x quantized to the weight's activation type */
     size_t act_row;
     int64_t chunk_rows;    /* rows per chunk */
     int64_t first_chunk;   /* chunks of earlier parts (without epilogue) */
@@ -54,15 +54,15 @@ typedef struct mm_job {
     void *user;
     /* quantization: one entry per distinct activation type */
     int n_act;
-    const adil_wtype_traits *at[ADIL_MM_GROUP_MAX];
+    const adil_wtype_kernels *at[ADIL_MM_GROUP_MAX];
     uint8_t *act[ADIL_MM_GROUP_MAX];
     size_t act_row[ADIL_MM_GROUP_MAX];
 } mm_job;
 
 /* ---- checks ------------------------------------------------------------------ */
 
-static bool activations_are_floats(const adil_wtype_traits *wt) {
-    return wt->vec_dot_type == ADIL_WT_F32;
+static bool activations_are_floats(const adil_wtype_kernels *wk) {
+    return wk->vec_dot_type == ADIL_WT_F32;
 }
 
 /* Weight i of g: a type with kernels, whole blocks, g's columns and an output. */
@@ -72,18 +72,18 @@ static adil_status check_weight(const adil_mm_group *g, int i) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "matmul: weight %d: expected a weight with data and an output", i);
     }
-    const adil_wtype_traits *wt = adil_wtype_get(w->type);
-    if (wt == NULL || wt->vec_dot == NULL || wt->dequantize_row == NULL) {
+    if (!adil_wtype_has_kernels(w->type)) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "matmul: weight %d: expected a type with kernels, got %s (%" PRIu32 ")",
                          i, adil_wtype_name(w->type), w->type);
     }
-    if (w->rows < 1 || w->cols < 1 || w->cols % wt->block_size != 0 ||
+    const int64_t block = adil_wtype_facts_get(w->type)->block_size;
+    if (w->rows < 1 || w->cols < 1 || w->cols % block != 0 ||
         w->cols != g->w[0]->cols) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "matmul: weight %d: expected %" PRId64 " columns (a positive multiple of %"
                          PRId64 ") and rows >= 1, got %" PRId64 " x %" PRId64,
-                         i, g->w[0]->cols, wt->block_size, w->rows, w->cols);
+                         i, g->w[0]->cols, block, w->rows, w->cols);
     }
     if (g->epilogue != NULL && w->rows != g->w[0]->rows) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
@@ -112,7 +112,7 @@ static adil_status check_group(const adil_mm_group *g, const float *x, int64_t n
 /* ---- the plan: parts, activation regions, chunks --------------------------------- */
 
 /* Index of activation type `at` in the job's list, added if new. */
-static int act_slot(mm_job *j, const adil_wtype_traits *at) {
+static int act_slot(mm_job *j, const adil_wtype_kernels *at) {
     for (int a = 0; a < j->n_act; a++) {
         if (j->at[a] == at) {
             return a;
@@ -136,18 +136,18 @@ static size_t plan_parts(mm_job *j, const adil_mm_group *g, const float *x, int6
     size_t end = 0;
     for (int i = 0; i < g->n; i++) {
         mm_part *p = &j->part[i];
-        *p = (mm_part){.wt = adil_wtype_get(g->w[i]->type), .w = g->w[i]->data,
+        *p = (mm_part){.wk = adil_wtype_kernels_get(g->w[i]->type), .w = g->w[i]->data,
                        .w_row = adil_row_size(g->w[i]->type, j->cols), .rows = g->w[i]->rows,
                        .y = g->y[i]};
-        if (activations_are_floats(p->wt)) { /* F32/F16/BF16 weights dot with x itself */
+        if (activations_are_floats(p->wk)) { /* F32/F16/BF16 weights dot with x itself */
             p->act = (const uint8_t *)x;
             p->act_row = (size_t)j->cols * sizeof(float);
             continue;
         }
-        const int before = j->n_act, a = act_slot(j, adil_wtype_get(p->wt->vec_dot_type));
+        const int before = j->n_act, a = act_slot(j, adil_wtype_kernels_get(p->wk->vec_dot_type));
         if (a == before) { /* a new activation type: its own region */
             const size_t start = align_up(end);
-            j->act_row[a] = adil_row_size(p->wt->vec_dot_type, j->cols);
+            j->act_row[a] = adil_row_size(p->wk->vec_dot_type, j->cols);
             j->act[a] = scratch != NULL ? scratch + start : NULL;
             end = start + (size_t)n_tokens * j->act_row[a];
         }
@@ -212,15 +212,15 @@ static void dot_tile(const mm_job *j, const mm_part *p, int64_t r0, int64_t r1, 
         .n_rows = r1 - r0, .act = p->act + (size_t)t0 * p->act_row, .act_stride = p->act_row,
         .n_tok = t1 - t0, .y = p->y + t0 * p->rows + r0, .y_stride = (size_t)p->rows,
     };
-    if (p->wt->tile_dot != NULL) {
-        p->wt->tile_dot(&tile);
+    if (p->wk->tile_dot != NULL) {
+        p->wk->tile_dot(&tile);
         return;
     }
     for (int64_t t = 0; t < tile.n_tok; t++) {
         const uint8_t *act = tile.act + (size_t)t * tile.act_stride;
         for (int64_t r = 0; r < tile.n_rows; r++) {
             tile.y[(size_t)t * tile.y_stride + (size_t)r] =
-                p->wt->vec_dot(j->cols, tile.w + (size_t)r * tile.w_stride, act);
+                p->wk->vec_dot(j->cols, tile.w + (size_t)r * tile.w_stride, act);
         }
     }
 }
@@ -267,8 +267,7 @@ size_t adil_matmul_group_scratch_size(const adil_mm_group *g, int64_t n_tokens) 
     }
     for (int i = 0; i < g->n; i++) { /* outputs are not needed to size the scratch */
         const adil_weight *w = g->w[i];
-        const adil_wtype_traits *wt = w != NULL ? adil_wtype_get(w->type) : NULL;
-        if (wt == NULL || wt->vec_dot == NULL || w->cols != g->w[0]->cols) {
+        if (w == NULL || !adil_wtype_has_kernels(w->type) || w->cols != g->w[0]->cols) {
             return 0;
         }
     }
@@ -311,8 +310,9 @@ adil_status adil_get_rows(const adil_weight *w, const int32_t *ids, int64_t n_id
     if (w == NULL || w->data == NULL || (n_ids > 0 && (ids == NULL || dst == NULL))) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "get_rows: expected non-NULL arguments");
     }
-    const adil_wtype_traits *wt = adil_wtype_get(w->type);
-    if (wt == NULL || wt->dequantize_row == NULL || w->cols < 1 || w->cols % wt->block_size) {
+    const adil_wtype_facts *f = adil_wtype_facts_get(w->type);
+    const adil_wtype_kernels *wk = adil_wtype_kernels_get(w->type);
+    if (f == NULL || wk->dequantize_row == NULL || w->cols < 1 || w->cols % f->block_size) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "get_rows: expected a type with a dequantizer and whole blocks, got %s "
                          "with %" PRId64 " columns",
@@ -325,7 +325,7 @@ adil_status adil_get_rows(const adil_weight *w, const int32_t *ids, int64_t n_id
                              "get_rows: id %" PRId64 ": expected 0..%" PRId64 ", got %" PRId32, i,
                              w->rows - 1, ids[i]);
         }
-        wt->dequantize_row((const uint8_t *)w->data + (size_t)ids[i] * row, dst + i * w->cols,
+        wk->dequantize_row((const uint8_t *)w->data + (size_t)ids[i] * row, dst + i * w->cols,
                            w->cols);
     }
     return ADIL_OK;

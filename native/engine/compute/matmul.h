@@ -15,7 +15,7 @@
  * n_tokens = 1.
  *
  * x is first quantized to each activation type the group needs (Q8_0 / Q8_K,
- * or none for F32/F16/BF16 weights, see weight_types.h), once for the whole
+ * or none for F32/F16/BF16 weights, see kernels.h), once for the whole
  * group.  Then the rows of all the weights are cut into chunks of roughly
  * equal bytes, several per thread, claimed by whichever thread is free
  * (adil_pool_for), so a thread that starts late or loses its core for a

@@ -22,7 +22,7 @@
  *         2 high bits (qh[32*(e/128) + e%32] >> 2*((e%128)/32)) & 3, minus
  *         32; int8 scale of sub-block e/16.
  */
-#include "compute/kernels.h"
+#include "compute/kernels_scalar.h"
 
 #include <math.h>
 #include <string.h>

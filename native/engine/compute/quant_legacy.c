@@ -10,7 +10,7 @@
  * The quantizers follow the reference rounding of the format's documentation
  * (what the gguf Python package does too), so their bytes are comparable.
  */
-#include "compute/kernels.h"
+#include "compute/kernels_scalar.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,19 +1,12 @@
 /*
- * weight_types.h — the ggml weight types: ids, block layouts, and a traits
- * table through which every kernel is dispatched.
+ * weight_types.h — the facts of the ggml weight types: ids, block layouts,
+ * names and sizes.  No kernels: what the GGUF reader (format/) needs to
+ * size and check a tensor, and nothing that would link it to the compute
+ * code.  The kernels of each type, chosen by CPU level, are in kernels.h
+ * (ggml keeps type_traits and type_traits_cpu apart the same way).
  *
  * A row of n elements of a block type is n / block_size consecutive blocks
- * (n must be a multiple of block_size).  Quantized weight rows are multiplied
- * with *activation* rows that were first quantized to the weight type's
- * activation type (vec_dot_type): Q8_0 blocks for the legacy 32-element types,
- * Q8_K blocks for the 256-element K-quants, plain F32 for F32/F16/BF16 (an
- * exact float path).  This is what ggml does, so our results track llama.cpp.
- *
- * The scalar kernels (kernels.h) are the reference, written for clarity.
- * SIMD kernels (simd/, one file per level and family of types) replace the
- * function pointers of a traits entry according to the CPU level chosen once
- * at first use (cpu_level.h); adil_wtype_get() returns that level's table,
- * adil_wtype_get_at() any level's (tests compare levels).
+ * (n must be a multiple of block_size).
  *
  * Alignment: kernels read blocks through the structs below, so a row must be
  * aligned to the struct's alignment (2 bytes for most, 4 for Q8_K, F32).  Rows
@@ -23,7 +16,6 @@
 #ifndef ADIL_WEIGHT_TYPES_H
 #define ADIL_WEIGHT_TYPES_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -163,65 +155,21 @@ typedef struct {
 } block_q8_K;
 _Static_assert(sizeof(block_q8_K) == 4 + 256 + 32, "block_q8_K size");
 
-/* ---- traits ------------------------------------------------------------ */
+/* ---- facts ------------------------------------------------------------- */
 
-/* Writes n floats of the row `src` (n a multiple of block_size). */
-typedef void (*adil_dequantize_row_fn)(const void *src, float *dst, int64_t n);
-/* Quantizes n floats into a row of this type (activation types, and the
- * reference quantizers used by tests). */
-typedef void (*adil_quantize_row_fn)(const float *src, void *dst, int64_t n);
-/* Dot product of a weight row of this type with an activation row already
- * quantized to this type's vec_dot_type; n elements. */
-typedef float (*adil_vec_dot_fn)(int64_t n, const void *weight_row, const void *act_row);
-
-/* A tile of dot products: n_rows consecutive weight rows times n_tok
- * activation rows (already quantized to the vec_dot_type):
- *     y[t * y_stride + r] = vec_dot(n, w + r * w_stride, act + t * act_stride)
- * for r < n_rows, t < n_tok, each bit for bit what the same level's vec_dot
- * gives.  Loading a weight block once for several tokens (prefill) and an
- * activation block once for several rows (decode) is the point. */
-typedef struct adil_tile {
-    int64_t n;              /* elements per row */
-    const uint8_t *w;       /* first weight row */
-    size_t w_stride;        /* bytes from one weight row to the next */
-    int64_t n_rows;
-    const uint8_t *act;     /* first activation row */
-    size_t act_stride;      /* bytes from one activation row to the next */
-    int64_t n_tok;
-    float *y;
-    size_t y_stride;        /* floats from one token's outputs to the next */
-} adil_tile;
-
-typedef void (*adil_tile_dot_fn)(const adil_tile *tile);
-
-typedef struct adil_wtype_traits {
+typedef struct adil_wtype_facts {
     const char *name;        /* "Q4_K", ... (ggml's spelling) */
     int64_t block_size;      /* elements per block (1 for plain types) */
     size_t type_size;        /* bytes per block */
-    uint32_t vec_dot_type;   /* activation type for vec_dot (ADIL_WT_*) */
-    adil_dequantize_row_fn dequantize_row; /* NULL: no kernel (size facts only) */
-    adil_quantize_row_fn quantize_row;     /* NULL when not implemented */
-    adil_vec_dot_fn vec_dot;               /* NULL: cannot be a matmul weight */
-    adil_tile_dot_fn tile_dot;             /* NULL: callers loop over vec_dot */
-} adil_wtype_traits;
+} adil_wtype_facts;
 
-/* The traits of `type` at the selected CPU level, or NULL when the id is
- * unknown.  A known type may lack kernels (dequantize_row or vec_dot NULL):
- * the GGUF reader accepts it, a model that needs it for compute must refuse
- * it (ADIL_STATUS_CAPABILITY). */
-const adil_wtype_traits *adil_wtype_get(uint32_t type);
-
-/* The same at a given level (an adil_cpu_level, cpu_level.h), for tests and
- * benchmarks that compare kernel sets; NULL also when the level is out of
- * range.  Only call a level's kernels when adil_cpu_level_supported() is at
- * least that level. */
-const adil_wtype_traits *adil_wtype_get_at(int level, uint32_t type);
+/* The facts of `type`, or NULL when the id is unknown.  A known type may
+ * have no kernels (kernels.h): the GGUF reader accepts it, a model that
+ * needs it for compute must refuse it (ADIL_STATUS_CAPABILITY). */
+const adil_wtype_facts *adil_wtype_facts_get(uint32_t type);
 
 /* Name of a type ("?" when unknown). */
 const char *adil_wtype_name(uint32_t type);
-
-/* True when the type has dequantize_row and vec_dot (usable as a weight). */
-bool adil_wtype_has_kernels(uint32_t type);
 
 /* Bytes of a row of n elements; 0 when the type is unknown or n is not a
  * multiple of the block size (callers validate first; the GGUF reader does). */

@@ -375,7 +375,7 @@ static adil_status parse_type(gguf_cursor *c, gguf_tensor *t, const char *name) 
     if (st != ADIL_OK) {
         return st;
     }
-    const adil_wtype_traits *tr = adil_wtype_get(t->type);
+    const adil_wtype_facts *tr = adil_wtype_facts_get(t->type);
     if (tr == NULL) {
         return adil_fail(MF, "gguf: %s at offset %zu: expected a known ggml type id, got %" PRIu32,
                          field, at, t->type);

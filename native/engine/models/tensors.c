@@ -4,7 +4,7 @@
  */
 #include "models/tensors.h"
 
-#include "compute/weight_types.h"
+#include "compute/kernels.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -102,15 +102,15 @@ adil_status adil_bind_vector(const gguf_file *f, const char *fmt, int layer, int
                          "[%llu, %llu, %llu, %llu]", name, (unsigned long long)t->offset,
                          (long long)n, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
                          (unsigned long long)t->ne[2], (unsigned long long)t->ne[3]);
-    const adil_wtype_traits *tr = adil_wtype_get(t->type);
-    if (!tr || !tr->dequantize_row)
+    const adil_wtype_kernels *wk = adil_wtype_kernels_get(t->type);
+    if (!wk || !wk->dequantize_row)
         return adil_fail(ADIL_STATUS_CAPABILITY,
                          "model: tensor '%s' has weight type %s (%u), which this engine cannot read",
                          name, adil_wtype_name(t->type), t->type);
     if (arena->cap - arena->used < (size_t)n)
         return adil_fail(ADIL_STATUS_INTERNAL, "model: vector arena too small for '%s'", name);
     float *dst = arena->base + arena->used;
-    tr->dequantize_row(t->data, dst, n);
+    wk->dequantize_row(t->data, dst, n);
     arena->used += (size_t)n;
     *out = dst;
     return ADIL_OK;

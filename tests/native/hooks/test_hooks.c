@@ -9,7 +9,7 @@
 #include "adil_common.h"
 #include "compute/matmul.h"
 #include "compute/threadpool.h"
-#include "compute/weight_types.h"
+#include "compute/kernels.h"
 #include "format/gguf.h"
 
 #include <inttypes.h>
@@ -33,43 +33,43 @@ ADIL_API size_t adil_internal_row_size(uint32_t type, int64_t n) {
     return adil_row_size(type, n);
 }
 
-/* The traits of `type` when it has the function `what` needs, else NULL with
- * the last error set. */
-static const adil_wtype_traits *traits_for(uint32_t type, int64_t n, bool has_fn,
-                                           const char *what) {
-    const adil_wtype_traits *t = adil_wtype_get(type);
-    if (t == NULL || !has_fn) {
+/* The kernels of `type` when it has the function `what` needs and n is whole
+ * blocks, else NULL with the last error set. */
+static const adil_wtype_kernels *kernels_for(uint32_t type, int64_t n, bool has_fn,
+                                             const char *what) {
+    const adil_wtype_facts *f = adil_wtype_facts_get(type);
+    if (f == NULL || !has_fn) {
         adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "%s: type %" PRIu32 " (%s): expected one with "
                   "this kernel", what, type, adil_wtype_name(type));
         return NULL;
     }
-    if (n < 0 || n % t->block_size != 0) {
+    if (n < 0 || n % f->block_size != 0) {
         adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "%s: n: expected a multiple of %" PRId64
-                  ", got %" PRId64, what, t->block_size, n);
+                  ", got %" PRId64, what, f->block_size, n);
         return NULL;
     }
-    return t;
+    return adil_wtype_kernels_get(type);
 }
 
 ADIL_API adil_status adil_internal_dequantize(uint32_t type, const void *src, int64_t n,
                                               float *dst) {
-    const adil_wtype_traits *t = adil_wtype_get(type);
-    t = traits_for(type, n, t != NULL && t->dequantize_row != NULL, "dequantize");
-    if (t == NULL) {
+    const adil_wtype_kernels *k = adil_wtype_kernels_get(type);
+    k = kernels_for(type, n, k != NULL && k->dequantize_row != NULL, "dequantize");
+    if (k == NULL) {
         return ADIL_STATUS_INVALID_ARGUMENT;
     }
-    t->dequantize_row(src, dst, n);
+    k->dequantize_row(src, dst, n);
     return ADIL_OK;
 }
 
 ADIL_API adil_status adil_internal_quantize(uint32_t type, const float *src, int64_t n,
                                             void *dst) {
-    const adil_wtype_traits *t = adil_wtype_get(type);
-    t = traits_for(type, n, t != NULL && t->quantize_row != NULL, "quantize");
-    if (t == NULL) {
+    const adil_wtype_kernels *k = adil_wtype_kernels_get(type);
+    k = kernels_for(type, n, k != NULL && k->quantize_row != NULL, "quantize");
+    if (k == NULL) {
         return ADIL_STATUS_INVALID_ARGUMENT;
     }
-    t->quantize_row(src, dst, n);
+    k->quantize_row(src, dst, n);
     return ADIL_OK;
 }
 

@@ -1,8 +1,8 @@
 /*
  * kernels_simd.h — the SIMD kernels, by level.  Like the scalar ones
- * (kernels.h) they are reached only through the traits table
- * (weight_types.c), which installs a level's kernels when the CPU supports
- * it; calling one on a CPU without its features is an illegal instruction.
+ * (kernels_scalar.h) they are reached only through the kernel tables
+ * (kernels.c), which install a level's kernels when the CPU supports it;
+ * calling one on a CPU without its features is an illegal instruction.
  *
  * Each level has, per weight type, vec_dot (same contract as the scalar
  * reference, results within the error budgets of tests/native/
@@ -13,7 +13,7 @@
 #ifndef ADIL_KERNELS_SIMD_H
 #define ADIL_KERNELS_SIMD_H
 
-#include "compute/weight_types.h"
+#include "compute/kernels.h"
 
 /* ---- AVX2 + FMA + F16C (simd/..._avx2.c) ---------------------------------- */
 

@@ -1,6 +1,6 @@
 /*
  * tile_walk.h — splitting an arbitrary tile of dot products (adil_tile,
- * weight_types.h) into the few fixed shapes a SIMD kernel is compiled for.
+ * kernels.h) into the few fixed shapes a SIMD kernel is compiled for.
  *
  * A kernel keeps one accumulator per (row, token) pair in registers, so its
  * loops must have compile-time trip counts: each type provides a `full`
@@ -12,7 +12,7 @@
 #ifndef ADIL_TILE_WALK_H
 #define ADIL_TILE_WALK_H
 
-#include "compute/weight_types.h"
+#include "compute/kernels.h"
 
 /* Computes a tile of exactly the core's shape (tile->n_rows / n_tok are
  * not read). */
