@@ -90,28 +90,12 @@ static adil_status emit_symbol(const adil_tokenizer *tok, const char *s, size_t 
     return ADIL_OK;
 }
 
-static adil_status grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) {
-        return ADIL_OK;
-    }
-    size_t cap2 = need < 64 ? 64 : need * 2;
-    void *q = realloc(*p, cap2 * elem);
-    if (!q) {
-        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenize: out of memory (%zu bytes)",
-                         cap2 * elem);
-    }
-    *p = q;
-    *cap = cap2;
-    return ADIL_OK;
-}
-
 /* Writes word = the byte-level encoding of cps[0..n); returns its length. */
 static adil_status encode_word(const adil_tokenizer *tok, bpe_work *w, const uint32_t *cps,
                                size_t n, size_t *len)
 {
     /* Each code point has at most 4 bytes, each byte becomes at most 2. */
-    adil_status st = grow((void **)&w->word, &w->word_cap, n * 8, 1);
+    adil_status st = adil_grow((void **)&w->word, &w->word_cap, n * 8, 1, "tokenize: word bytes");
     if (st != ADIL_OK) {
         return st;
     }
@@ -141,7 +125,7 @@ static adil_status tokenize_word(const adil_tokenizer *tok, bpe_work *w, const u
             return adil_ids_push(out, id); /* ignore_merges: a whole-word token wins */
         }
     }
-    st = grow((void **)&w->syms, &w->syms_cap, len, sizeof *w->syms);
+    st = adil_grow((void **)&w->syms, &w->syms_cap, len, sizeof *w->syms, "tokenize: symbols");
     if (st != ADIL_OK) {
         return st;
     }
@@ -158,7 +142,7 @@ adil_status adil_bpe_tokenize(const adil_tokenizer *tok, const char *text, size_
 {
     uint32_t *cps = malloc((len ? len : 1) * sizeof *cps);
     size_t *lens = malloc((len ? len : 1) * sizeof *lens);
-    bpe_work w = {.heap = {.what = "pairs"}};
+    bpe_work w = {.heap = {.what = "tokenize: pairs"}};
     adil_status st = ADIL_OK;
     if (!cps || !lens) {
         st = adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenize: out of memory for %zu bytes", len);

@@ -43,15 +43,9 @@ static bool before(const adil_merge_cand *a, const adil_merge_cand *b)
 
 static adil_status heap_push(adil_merge_heap *h, adil_merge_cand c)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        adil_merge_cand *d = realloc(h->data, cap * sizeof *d);
-        if (!d) {
-            return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenize: out of memory for %zu %s",
-                             cap, h->what);
-        }
-        h->data = d;
-        h->cap = cap;
+    adil_status st = adil_grow((void **)&h->data, &h->cap, h->n + 1, sizeof *h->data, h->what);
+    if (st != ADIL_OK) {
+        return st;
     }
     size_t i = h->n++;
     while (i > 0 && before(&c, &h->data[(i - 1) / 2])) {

@@ -39,7 +39,7 @@ static int cmp_special(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-static adil_status trie_add(adil_tokenizer *tok, uint32_t *cap, const char *s, size_t len,
+static adil_status trie_add(adil_tokenizer *tok, size_t *cap, const char *s, size_t len,
                             int32_t special)
 {
     uint32_t node = 0;
@@ -50,15 +50,10 @@ static adil_status trie_add(adil_tokenizer *tok, uint32_t *cap, const char *s, s
             c = tok->trie[c].sibling;
         }
         if (c == 0) {
-            if (tok->n_trie == *cap) {
-                uint32_t ncap = *cap * 2;
-                adil_trie_node *t = realloc(tok->trie, (size_t)ncap * sizeof *t);
-                if (!t) {
-                    return adil_fail(ADIL_STATUS_OUT_OF_MEMORY,
-                                     "tokenizer: out of memory for the special-token trie");
-                }
-                tok->trie = t;
-                *cap = ncap;
+            adil_status st = adil_grow((void **)&tok->trie, cap, (size_t)tok->n_trie + 1,
+                                       sizeof *tok->trie, "tokenizer: special-token trie");
+            if (st != ADIL_OK) {
+                return st;
             }
             c = tok->n_trie++;
             tok->trie[c] = (adil_trie_node){.child = 0, .sibling = tok->trie[node].child,
@@ -81,8 +76,8 @@ adil_status adil_special_index(adil_tokenizer *tok)
     }
     special_key *keys = malloc((size_t)(n ? n : 1) * sizeof *keys);
     tok->specials = malloc((size_t)(n ? n : 1) * sizeof *tok->specials);
-    uint32_t cap = 1024;
-    tok->trie = malloc((size_t)cap * sizeof *tok->trie);
+    size_t cap = 1024;
+    tok->trie = malloc(cap * sizeof *tok->trie);
     if (!keys || !tok->specials || !tok->trie) {
         free(keys);
         return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenizer: out of memory for %u special tokens", n);
@@ -110,15 +105,10 @@ adil_status adil_special_index(adil_tokenizer *tok)
 
 static adil_status frag_push(adil_fragments *f, size_t start, size_t len, int32_t token)
 {
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 16;
-        adil_fragment *d = realloc(f->data, cap * sizeof *d);
-        if (!d) {
-            return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenize: out of memory for %zu fragments",
-                             cap);
-        }
-        f->data = d;
-        f->cap = cap;
+    adil_status st = adil_grow((void **)&f->data, &f->cap, f->n + 1, sizeof *f->data,
+                               "tokenize: fragments");
+    if (st != ADIL_OK) {
+        return st;
     }
     f->data[f->n++] = (adil_fragment){.start = start, .len = len, .token = token};
     return ADIL_OK;

@@ -59,7 +59,7 @@ adil_status adil_spm_tokenize(const adil_tokenizer *tok, const char *text, size_
         return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenize: out of memory for %zu symbols", len);
     }
     size_t n = adil_merge_split_chars(text, len, syms);
-    adil_merge_heap heap = {.what = "bigrams"};
+    adil_merge_heap heap = {.what = "tokenize: bigrams"};
     adil_status st = adil_merge_symbols(tok, text, syms, n, score_cost, &heap);
     for (int32_t i = 0; st == ADIL_OK && i >= 0; i = syms[i].next) {
         st = emit_symbol(tok, text, &syms[i], out);

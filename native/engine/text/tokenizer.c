@@ -242,8 +242,8 @@ void adil_tokenizer_free(adil_tokenizer *tok)
     if (!tok) {
         return;
     }
-    adil_str_table_free(&tok->by_text);
-    adil_str_table_free(&tok->by_merge);
+    adil_hash_index_free(&tok->by_text);
+    adil_hash_index_free(&tok->by_merge);
     free(tok->text);
     free(tok->vocab);
     free(tok->merge_text);

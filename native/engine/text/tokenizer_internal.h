@@ -8,6 +8,7 @@
 #ifndef ADIL_TEXT_TOKENIZER_INTERNAL_H
 #define ADIL_TEXT_TOKENIZER_INTERNAL_H
 
+#include "adil_containers.h"
 #include "text/tokenizer.h"
 
 #include <stdbool.h>
@@ -41,13 +42,6 @@ typedef struct adil_vocab_entry {
     uint8_t attr;                  /* ADIL_ATTR_* */
 } adil_vocab_entry;
 
-/* An open-addressing hash table of ids keyed by byte strings; slots hold
- * id + 1 (0 = empty). */
-typedef struct adil_str_table {
-    uint32_t *slots;
-    uint64_t mask;                 /* capacity - 1, capacity a power of two */
-} adil_str_table;
-
 /* A node of the byte trie of special-token texts (first-child /
  * next-sibling lists). */
 typedef struct adil_trie_node {
@@ -63,7 +57,7 @@ struct adil_tokenizer {
     uint32_t n_vocab;
     char *text;                    /* all vocabulary strings, back to back */
     adil_vocab_entry *vocab;       /* [n_vocab] */
-    adil_str_table by_text;        /* vocabulary string -> id */
+    adil_hash_index by_text;       /* vocabulary string -> id */
 
     /* gpt2 merges: "left right" strings; merge_split[i] = length of left. */
     uint32_t n_merges;
@@ -71,7 +65,7 @@ struct adil_tokenizer {
     uint64_t *merge_offset;        /* [n_merges] */
     uint32_t *merge_len;           /* [n_merges] */
     uint32_t *merge_split;         /* [n_merges]; UINT32_MAX = no separator (never matches) */
-    adil_str_table by_merge;       /* pair -> rank */
+    adil_hash_index by_merge;      /* pair -> rank */
 
     /* Special tokens (control, user-defined, unknown) in the order they are
      * cut out of text: longer first, then lower id. */
@@ -100,14 +94,10 @@ void adil_ids_free(adil_ids *ids);
 
 /* ---- vocab.c ------------------------------------------------------------- */
 
-uint64_t adil_hash_bytes(uint64_t h, const void *data, size_t len);
-#define ADIL_HASH_SEED 0xcbf29ce484222325ull
-
 /* Builds tok->by_text from tok->vocab (later duplicates win). */
 adil_status adil_vocab_index(adil_tokenizer *tok);
 /* Builds tok->by_merge from the merge arrays (earlier duplicates win). */
 adil_status adil_merges_index(adil_tokenizer *tok);
-void adil_str_table_free(adil_str_table *t);
 
 /* The id of text[0..len), or -1. */
 int32_t adil_vocab_find(const adil_tokenizer *tok, const char *text, size_t len);
