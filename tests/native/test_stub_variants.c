@@ -79,8 +79,8 @@ static void test_short_struct(void)
     dlclose(handle);
 }
 
-/* ABI 2.1 with appended fields: a 2.0 host's structs (smaller than the
- * engine's) are accepted, and the engine generates. */
+/* Reports ABI 2.1 and every struct 8 bytes larger (appended fields); a 2.0
+ * host opens it with its 2.0 structs and it generates. */
 static void test_abi2_1(void)
 {
     char path[600];
