@@ -6,6 +6,7 @@
 #ifndef ADIL_GGUF_INTERNAL_H
 #define ADIL_GGUF_INTERNAL_H
 
+#include "adil_containers.h"
 #include "format/gguf.h"
 
 #include <stdbool.h>
@@ -27,12 +28,6 @@ typedef struct gguf_kv {
     gguf_str *arr_strs;    /* string arrays: every element, owned */
 } gguf_kv;
 
-/* An open-addressing hash index from names to positions in an array. */
-typedef struct gguf_index {
-    uint64_t *slots; /* position + 1; 0 = empty */
-    uint64_t mask;   /* capacity - 1 (capacity a power of two) */
-} gguf_index;
-
 struct gguf_file {
     const uint8_t *base; /* the file's bytes */
     size_t size;
@@ -45,28 +40,23 @@ struct gguf_file {
     uint64_t data_offset;
     uint64_t n_kv;
     gguf_kv *kvs;
-    gguf_index kv_index;
+    adil_hash_index kv_index;     /* key -> position in kvs */
     uint64_t n_tensors;
     gguf_tensor *tensors;
     char *names;         /* all tensor names, NUL-terminated, one allocation */
-    gguf_index tensor_index;
+    adil_hash_index tensor_index; /* name -> position in tensors */
 };
 
 /* Parses and validates f->base[0 .. f->size) into the rest of *f.  On
  * failure the partially filled *f is released by gguf_close. */
 adil_status gguf_parse(gguf_file *f);
 
-/* FNV-1a of len bytes. */
-uint64_t gguf_hash_bytes(const void *data, size_t len);
-
-/* Allocates an index for n entries. */
-adil_status gguf_index_init(gguf_index *ix, uint64_t n);
-void gguf_index_free(gguf_index *ix);
-/* Slot for a name: the stored position + 1 of an equal name (found), or the
- * empty slot where it belongs.  `eq(ctx, pos, name, len)` compares. */
-typedef bool (*gguf_name_eq_fn)(const void *ctx, uint64_t pos, const char *name, size_t len);
-uint64_t *gguf_index_slot(const gguf_index *ix, const char *name, size_t len, gguf_name_eq_fn eq,
-                          const void *ctx);
+/* The slot of key name[0 .. len) in f->kv_index, and of the tensor `name`
+ * in f->tensor_index (gguf_index.c): the stored position + 1 of the entry
+ * with that name, else the empty slot where it belongs; NULL before the
+ * index is built (adil_hash_index_slot). */
+uint32_t *gguf_kv_slot(const gguf_file *f, const char *name, size_t len);
+uint32_t *gguf_tensor_slot(const gguf_file *f, const char *name, size_t len);
 
 /* Size in bytes of one scalar value of `type` (0 for STRING/ARRAY/unknown). */
 size_t gguf_scalar_size(uint32_t type);

@@ -99,17 +99,12 @@ uint32_t gguf_kv_type(const gguf_file *f, uint64_t i) {
     return i < f->n_kv ? f->kvs[i].type : GGUF_TYPE_COUNT;
 }
 
-static bool kv_eq(const void *ctx, uint64_t pos, const char *name, size_t len) {
-    const gguf_kv *kv = &((const gguf_file *)ctx)->kvs[pos];
-    return kv->key.len == len && memcmp(kv->key.ptr, name, len) == 0;
-}
-
 int64_t gguf_find_key(const gguf_file *f, const char *key) {
     if (f == NULL || key == NULL) {
         return -1;
     }
-    uint64_t *slot = gguf_index_slot(&f->kv_index, key, strlen(key), kv_eq, f);
-    return slot != NULL && *slot != 0 ? (int64_t)(*slot - 1) : -1;
+    const uint32_t *slot = gguf_kv_slot(f, key, strlen(key));
+    return slot != NULL && *slot != 0 ? (int64_t)*slot - 1 : -1;
 }
 
 bool gguf_str_eq(gguf_str s, const char *cstr) {
@@ -357,15 +352,10 @@ const gguf_tensor *gguf_tensor_at(const gguf_file *f, uint64_t i) {
     return i < f->n_tensors ? &f->tensors[i] : NULL;
 }
 
-static bool tensor_eq(const void *ctx, uint64_t pos, const char *name, size_t len) {
-    const char *t = ((const gguf_file *)ctx)->tensors[pos].name;
-    return strncmp(t, name, len) == 0 && t[len] == '\0';
-}
-
 const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name) {
     if (f == NULL || name == NULL) {
         return NULL;
     }
-    uint64_t *slot = gguf_index_slot(&f->tensor_index, name, strlen(name), tensor_eq, f);
+    const uint32_t *slot = gguf_tensor_slot(f, name, strlen(name));
     return slot != NULL && *slot != 0 ? &f->tensors[*slot - 1] : NULL;
 }

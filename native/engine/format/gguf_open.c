@@ -145,10 +145,10 @@ void gguf_close(gguf_file *f) {
         free(f->kvs[i].arr_strs);
     }
     free(f->kvs);
-    gguf_index_free(&f->kv_index);
+    adil_hash_index_free(&f->kv_index);
     free(f->tensors);
     free(f->names);
-    gguf_index_free(&f->tensor_index);
+    adil_hash_index_free(&f->tensor_index);
     if (f->mapping != NULL) {
         munmap(f->mapping, f->size);
     }

@@ -42,23 +42,6 @@ static const char *printable(gguf_str s, char out[64]) {
     return out;
 }
 
-/* ---- growable tables --------------------------------------------------- */
-
-/* Makes room for one more element in a table of `*count` elements. */
-static adil_status grow(void **items, uint64_t count, uint64_t *cap, size_t item_size) {
-    if (count < *cap) {
-        return ADIL_OK;
-    }
-    uint64_t new_cap = *cap ? *cap * 2 : 16;
-    void *p = realloc(*items, new_cap * item_size);
-    if (p == NULL) {
-        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "gguf: table of %" PRIu64 " entries", new_cap);
-    }
-    *items = p;
-    *cap = new_cap;
-    return ADIL_OK;
-}
-
 /* ---- strings ----------------------------------------------------------- */
 
 static adil_status read_str(gguf_cursor *c, const char *field, gguf_str *out) {
@@ -269,17 +252,11 @@ static adil_status parse_kv(gguf_cursor *c, uint64_t i, gguf_kv *kv) {
     return parse_value(c, kv, field);
 }
 
-static bool kv_name_eq(const void *ctx, uint64_t pos, const char *name, size_t len) {
-    const gguf_kv *kv = &((const gguf_file *)ctx)->kvs[pos];
-    return kv->key.len == len && memcmp(kv->key.ptr, name, len) == 0;
-}
-
 static adil_status index_kvs(gguf_file *f) {
-    adil_status st = gguf_index_init(&f->kv_index, f->n_kv);
+    adil_status st = adil_hash_index_init(&f->kv_index, f->n_kv, "gguf: key index");
     for (uint64_t i = 0; st == ADIL_OK && i < f->n_kv; i++) {
         const gguf_kv *kv = &f->kvs[i];
-        uint64_t *slot =
-            gguf_index_slot(&f->kv_index, kv->key.ptr, (size_t)kv->key.len, kv_name_eq, f);
+        uint32_t *slot = gguf_kv_slot(f, kv->key.ptr, (size_t)kv->key.len);
         if (*slot != 0) {
             char name[64];
             return adil_fail(MF,
@@ -288,16 +265,17 @@ static adil_status index_kvs(gguf_file *f) {
                              printable(kv->key, name), kv->key_offset,
                              f->kvs[*slot - 1].key_offset);
         }
-        *slot = i + 1;
+        *slot = (uint32_t)i + 1;
     }
     return st;
 }
 
 static adil_status parse_kvs(gguf_cursor *c, gguf_file *f, uint64_t n_kv) {
-    uint64_t cap = 0;
+    size_t cap = 0;
     /* f->n_kv counts the entries parsed so far: those gguf_close releases. */
     for (uint64_t i = 0; i < n_kv; i++) {
-        adil_status st = grow((void **)&f->kvs, i, &cap, sizeof(*f->kvs));
+        adil_status st =
+            adil_grow((void **)&f->kvs, &cap, (size_t)i + 1, sizeof(*f->kvs), "gguf: key table");
         if (st != ADIL_OK) {
             return st;
         }
@@ -449,16 +427,11 @@ static adil_status copy_names(gguf_file *f, const gguf_str *names) {
     return ADIL_OK;
 }
 
-static bool tensor_name_eq(const void *ctx, uint64_t pos, const char *name, size_t len) {
-    const char *t = ((const gguf_file *)ctx)->tensors[pos].name;
-    return strncmp(t, name, len) == 0 && t[len] == '\0';
-}
-
 static adil_status index_tensors(gguf_file *f, const gguf_str *names) {
-    adil_status st = gguf_index_init(&f->tensor_index, f->n_tensors);
+    adil_status st = adil_hash_index_init(&f->tensor_index, f->n_tensors, "gguf: tensor index");
     for (uint64_t i = 0; st == ADIL_OK && i < f->n_tensors; i++) {
         const char *name = f->tensors[i].name;
-        uint64_t *slot = gguf_index_slot(&f->tensor_index, name, strlen(name), tensor_name_eq, f);
+        uint32_t *slot = gguf_tensor_slot(f, name, strlen(name));
         if (*slot != 0) {
             char buf[64];
             return adil_fail(MF,
@@ -466,20 +439,22 @@ static adil_status index_tensors(gguf_file *f, const gguf_str *names) {
                              "second '%s'",
                              i, printable(names[i], buf));
         }
-        *slot = i + 1;
+        *slot = (uint32_t)i + 1;
     }
     return st;
 }
 
 static adil_status parse_tensors(gguf_cursor *c, gguf_file *f, uint64_t n_tensors) {
-    uint64_t cap = 0;
+    size_t cap = 0;
     gguf_str *names = NULL;
-    uint64_t names_cap = 0;
+    size_t names_cap = 0;
     adil_status st = ADIL_OK;
     for (uint64_t i = 0; st == ADIL_OK && i < n_tensors; i++) {
-        st = grow((void **)&f->tensors, i, &cap, sizeof(*f->tensors));
+        st = adil_grow((void **)&f->tensors, &cap, (size_t)i + 1, sizeof(*f->tensors),
+                       "gguf: tensor table");
         if (st == ADIL_OK) {
-            st = grow((void **)&names, i, &names_cap, sizeof(*names));
+            st = adil_grow((void **)&names, &names_cap, (size_t)i + 1, sizeof(*names),
+                           "gguf: tensor names");
         }
         if (st == ADIL_OK) {
             memset(&f->tensors[i], 0, sizeof(f->tensors[i]));
