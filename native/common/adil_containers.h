@@ -16,8 +16,8 @@
 /* ---- growing arrays --------------------------------------------------- */
 
 /* Makes room for `need` elements of `item_size` bytes in the array *items of
- * capacity *cap elements: the capacity doubles (from 16) until it holds
- * `need`.  Does nothing when it already does.  On failure *items and *cap
+ * capacity *cap elements: the capacity doubles (from 4: the stub's JSON
+ * arrays and objects are mostly small) until it holds `need`.  Does nothing when it already does.  On failure *items and *cap
  * are unchanged (the caller still owns and frees *items) and the status is
  * ADIL_STATUS_OUT_OF_MEMORY, naming `what` and the elements asked for.
  *     adil_grow((void **)&list->data, &list->cap, list->n + 1, sizeof *list->data, "ids") */

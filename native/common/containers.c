@@ -12,7 +12,7 @@
 adil_status adil_grow_realloc(void **items, size_t *cap, size_t need, size_t item_size,
                               const char *what)
 {
-    size_t new_cap = *cap ? *cap : 16;
+    size_t new_cap = *cap ? *cap : 4;
     while (new_cap < need && new_cap <= SIZE_MAX / 2) {
         new_cap *= 2;
     }

@@ -8,6 +8,8 @@
  */
 #include "stub_json.h"
 
+#include "adil_containers.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,16 +76,8 @@ static bool is_digit_at(const parser *p)
 
 static bool buf_push(byte_buf *b, const char *bytes, size_t n)
 {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 16;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *data = realloc(b->data, cap);
-        if (data == NULL)
-            return false;
-        b->data = data;
-        b->cap = cap;
-    }
+    if (adil_grow((void **)&b->data, &b->cap, b->len + n + 1, 1, "JSON string") != ADIL_OK)
+        return false;
     memcpy(b->data + b->len, bytes, n);
     b->len += n;
     b->data[b->len] = '\0';
@@ -321,14 +315,9 @@ static adil_status read_array(parser *p, int depth, stub_json *out)
     }
     size_t cap = 0;
     for (;;) {
-        if (out->n_items == cap) {
-            size_t new_cap = cap ? cap * 2 : 4;
-            stub_json *items = realloc(out->items, new_cap * sizeof *items);
-            if (items == NULL)
-                return out_of_memory(p);
-            out->items = items;
-            cap = new_cap;
-        }
+        if (adil_grow((void **)&out->items, &cap, out->n_items + 1, sizeof *out->items,
+                      "JSON array") != ADIL_OK)
+            return out_of_memory(p);
         adil_status st = parse_value(p, depth + 1, &out->items[out->n_items]);
         if (st != ADIL_OK)
             return st;
@@ -376,14 +365,9 @@ static adil_status read_object(parser *p, int depth, stub_json *out)
     }
     size_t cap = 0;
     for (;;) {
-        if (out->n_members == cap) {
-            size_t new_cap = cap ? cap * 2 : 4;
-            stub_json_member *members = realloc(out->members, new_cap * sizeof *members);
-            if (members == NULL)
-                return out_of_memory(p);
-            out->members = members;
-            cap = new_cap;
-        }
+        if (adil_grow((void **)&out->members, &cap, out->n_members + 1, sizeof *out->members,
+                      "JSON object") != ADIL_OK)
+            return out_of_memory(p);
         adil_status st = read_member(p, depth, &out->members[out->n_members]);
         if (st != ADIL_OK)
             return st;
