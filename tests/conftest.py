@@ -35,7 +35,7 @@ def stub_engine() -> adil.Engine:
 
 @pytest.fixture
 def write_script(tmp_path: Path) -> Callable[..., str]:
-    """Writes a stub script (DESIGN §4) and returns its path."""
+    """Writes a stub script (native/stub/stub_script.h) and returns its path."""
     counter = iter(range(10**6))
 
     def write(script: dict[str, Any] | str) -> str:

@@ -674,7 +674,7 @@ def test_policy_and_hook_exceptions_propagate_and_leave_the_agent_usable() -> No
 
 
 def test_public_names() -> None:
-    """The names the package exports from adil (DESIGN §7)."""
+    """adil exports the classes of adil.tools and adil.agent themselves."""
     import adil.agent
     import adil.tools
 

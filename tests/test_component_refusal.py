@@ -1,4 +1,5 @@
-"""Refusal matrix (DESIGN §2): every mismatched component gives
+"""Refusal matrix (adil.h's rules of the ABI, as adil/_binding.py and
+adil_engine_open check them): every mismatched component gives
 ComponentRefusedError with the right code and a message naming the file,
 what was found and what was expected; afterwards the good stub still opens
 and generates.  An engine of a later minor whose structs have appended

@@ -1,5 +1,5 @@
 /*
- * stub_script.h — the stub engine's "model file": a JSON script (DESIGN §4).
+ * stub_script.h — the stub engine's "model file": a JSON script, specified here.
  *
  *   {"turns": [{"text": "Checking.",
  *               "tool_call": {"name": "get_weather", "arguments": {"city": "Oslo"}}},
@@ -26,6 +26,9 @@
  * A turn's output is compiled at load time into the exact bytes the run
  * writes: text, then `<tool_call>{"name": NAME, "arguments": ARGS}</tool_call>`
  * where NAME is the name's JSON string literal as written in the script.
+ * Each run the model admits takes the next turn, unless a scripted fault
+ * fails its call (stub_run.c); once none is left, a run's answer is empty
+ * and stops at once.
  */
 #ifndef STUB_SCRIPT_H
 #define STUB_SCRIPT_H

@@ -1,7 +1,7 @@
 """The cffi binding: declarations, loading an engine by path, and the
 version-2 component check.  Policy lives in the modules above this one.
 
-Loading follows DESIGN §2: dlopen the file, read ``adil_abi_version()``
+Loading follows the rules at the top of adil.h: dlopen the file, read ``adil_abi_version()``
 before resolving any other symbol, then check every required symbol and the
 engine's struct sizes (adil.h's rule: each at least its 2.0 size, larger for
 a later minor that appended fields).  Anything wrong raises

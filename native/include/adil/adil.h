@@ -94,7 +94,7 @@ typedef struct adil_cancel_flag adil_cancel_flag; /* a flag shared by a run and 
 
 /* ===================================================================== *
  * Status codes.  Explicit values; never renumbered.  Each error status maps
- * onto exactly one error class of the Python SDK (DESIGN §6).
+ * onto exactly one error class of the Python SDK (src/adil/errors.py).
  * ===================================================================== */
 
 typedef enum adil_status {

@@ -1,4 +1,4 @@
-"""The JSON-schema subset a tool's parameters may use (DESIGN §5).
+"""The JSON-schema subset a tool's parameters may use.
 
 Everything outside it is refused when the tool is built, with a
 :class:`~adil.errors.ToolSchemaError` whose ``.location`` is the JSON Pointer
