@@ -229,9 +229,10 @@ def test_a_tool_that_ignores_cancellation_is_abandoned_at_the_total_deadline(
     import time
 
     finished = threading.Event()
+    release = threading.Event()
 
     def stubborn(arguments: dict[str, Any], ctx: ToolContext) -> Any:
-        time.sleep(1.5)  # never looks at ctx.cancelled()
+        release.wait(30)  # never looks at ctx.cancelled()
         finished.set()
         return {"secret": 42}
 
@@ -240,10 +241,9 @@ def test_a_tool_that_ignores_cancellation_is_abandoned_at_the_total_deadline(
     model = stub_model({"turns": [{"tool_call": {"name": "stubborn", "arguments": {}}},
                                   {"text": "Next run."}]})
     agent = Agent(model, [t])
-    started = time.monotonic()
     outcome = agent.run("x", timeout=adil.Timeout(total=0.3))
-    took = time.monotonic() - started
-    assert took < 0.9, took  # returned at the deadline, not after the 1.5 s handler
+    # returned at the deadline while the handler still runs (no timing asserted)
+    assert not finished.is_set()
     assert outcome.status == "failed" and isinstance(outcome.error, adil.DeadlineError)
     assert outcome.error.limit == "total"
     (call,) = outcome.tool_calls
@@ -251,9 +251,10 @@ def test_a_tool_that_ignores_cancellation_is_abandoned_at_the_total_deadline(
     assert call.result is None and call.delivered is None and outcome.display_fields == ()
     told = agent.messages[-1]["content"]
     assert '"code": "abandoned"' in told and "may still be running" in told
+    release.set()
     assert finished.wait(5)  # the handler ends later; its result goes nowhere
     time.sleep(0.05)
     later = agent.run("again")
     assert later.status == "completed" and later.text == "Next run."
-    assert "42" not in "".join(m["content"] for m in agent.messages)
+    assert "secret" not in "".join(m["content"] for m in agent.messages)  # never delivered
     assert later.display_fields == () and later.tool_calls == ()
