@@ -8,7 +8,7 @@
  * tokens stepped in batches of 64 exactly as the binding does; prints one
  * JSON line per repetition with the wall-clock time of the step loop.
  */
-#define _POSIX_C_SOURCE 200809L  /* clock_gettime under -std=c11 */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 #include "adil/adil.h"
 
 #include <stdio.h>
@@ -50,8 +50,8 @@ static int run_once(adil_context *ctx, int32_t bos, uint32_t gen_tokens) {
     adil_run_get_stats(run, &stats);
     adil_run_free(run);
     if (st != ADIL_OK) return fail("adil_run_step", st);
-    printf("{\"tokens\": %zu, \"wall_ms\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f}\n",
-           total, wall, stats.prefill_ms, stats.decode_ms);
+    printf("{\"tokens\": %zu, \"wall_ms\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f}\n", total, wall,
+           stats.prefill_ms, stats.decode_ms);
     return 0;
 }
 
@@ -63,8 +63,10 @@ int main(int argc, char **argv) {
     const uint32_t threads = (uint32_t)atoi(argv[2]);
     const uint32_t gen_tokens = (uint32_t)atoi(argv[3]);
     const int repetitions = atoi(argv[4]);
-    adil_host_info host = {.struct_size = sizeof host, .host_major = ADIL_HOST_MAJOR,
-                           .host_name = "adil-decode-loop", .host_version = "0"};
+    adil_host_info host = {.struct_size = sizeof host,
+                           .host_major = ADIL_HOST_MAJOR,
+                           .host_name = "adil-decode-loop",
+                           .host_version = "0"};
     adil_engine *engine = NULL;
     adil_model *model = NULL;
     adil_context *ctx = NULL;

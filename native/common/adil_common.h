@@ -43,22 +43,19 @@ void adil_clear_error(void);
  * becomes dst_size.  ADIL_STATUS_INVALID_ARGUMENT with a message naming
  * `what` when struct_size is smaller than `min_size`.  `src` may be NULL
  * (defaults stay). */
-adil_status adil_copy_params(void *dst, size_t dst_size, const void *src, size_t min_size,
-                             const char *what);
+adil_status adil_copy_params(void *dst, size_t dst_size, const void *src, size_t min_size, const char *what);
 
 /* Writes an engine-filled struct `src` (of src_size bytes, a full struct of
  * this tree) into a caller's out struct `dst`, whose struct_size the caller
  * set: only the first min(dst->struct_size, src_size) bytes are written and
  * dst->struct_size is kept.  ADIL_STATUS_INVALID_ARGUMENT (naming `what`) for
  * a NULL dst or a struct_size smaller than `min_size`. */
-adil_status adil_copy_out(void *dst, const void *src, size_t src_size, size_t min_size,
-                          const char *what);
+adil_status adil_copy_out(void *dst, const void *src, size_t src_size, size_t min_size, const char *what);
 
 /* Fills a component-info struct with this tree's struct sizes and ABI. */
 void adil_component_fill(adil_component_info *info, uint32_t abi_major, uint32_t abi_minor,
-                         uint32_t host_major_accepted, const char *engine_name,
-                         const char *engine_version, const char *backends,
-                         const char *cpu_features);
+                         uint32_t host_major_accepted, const char *engine_name, const char *engine_version,
+                         const char *backends, const char *cpu_features);
 
 /* Checks a host against the major an engine accepts. */
 adil_status adil_check_host(const adil_host_info *host, uint32_t host_major_accepted);

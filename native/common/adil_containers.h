@@ -25,13 +25,11 @@ static inline adil_status adil_grow(void **items, size_t *cap, size_t need, size
                                     const char *what);
 
 /* adil_grow's reallocation, out of line; call adil_grow. */
-adil_status adil_grow_realloc(void **items, size_t *cap, size_t need, size_t item_size,
-                              const char *what);
+adil_status adil_grow_realloc(void **items, size_t *cap, size_t need, size_t item_size, const char *what);
 
 /* Inline, so that a push that fits costs one comparison. */
 static inline adil_status adil_grow(void **items, size_t *cap, size_t need, size_t item_size,
-                                    const char *what)
-{
+                                    const char *what) {
     return need <= *cap ? ADIL_OK : adil_grow_realloc(items, cap, need, item_size, what);
 }
 
@@ -41,8 +39,7 @@ static inline adil_status adil_grow(void **items, size_t *cap, size_t need, size
  * be hashed in pieces (the merge table hashes "left", " ", "right").  Inline,
  * like adil_hash_index_slot: lookups are the tokenizer's inner loop. */
 #define ADIL_HASH_SEED 0xcbf29ce484222325ull
-static inline uint64_t adil_hash_bytes(uint64_t h, const void *data, size_t len)
-{
+static inline uint64_t adil_hash_bytes(uint64_t h, const void *data, size_t len) {
     const uint8_t *p = data;
     for (size_t i = 0; i < len; i++) {
         h ^= p[i];
@@ -55,8 +52,8 @@ static inline uint64_t adil_hash_bytes(uint64_t h, const void *data, size_t len)
  * holds an entry's position + 1, 0 = empty.  Linear probing, at most half
  * full, so every probe ends at an empty slot. */
 typedef struct adil_hash_index {
-    uint32_t *slots;             /* 4 bytes a slot: the tokenizer's indexes hold 2^18-2^20 */
-    uint64_t mask;               /* capacity - 1, the capacity a power of two */
+    uint32_t *slots; /* 4 bytes a slot: the tokenizer's indexes hold 2^18-2^20 */
+    uint64_t mask;   /* capacity - 1, the capacity a power of two */
 } adil_hash_index;
 
 /* True when the caller's entry at `pos` has the key `key` (of whatever form
@@ -75,9 +72,8 @@ void adil_hash_index_free(adil_hash_index *ix);
  * caller inserts by writing position + 1 into an empty slot, at most n
  * times.  NULL for an index that was never initialised.  Inline, so that
  * the compiler can inline `eq` into a caller's lookup loop. */
-static inline uint32_t *adil_hash_index_slot(const adil_hash_index *ix, uint64_t hash,
-                                             adil_key_eq_fn eq, const void *ctx, const void *key)
-{
+static inline uint32_t *adil_hash_index_slot(const adil_hash_index *ix, uint64_t hash, adil_key_eq_fn eq,
+                                             const void *ctx, const void *key) {
     if (ix->slots == NULL) {
         return NULL;
     }

@@ -8,10 +8,10 @@
 
 #include <stdlib.h>
 
-ADIL_API adil_status adil_cancel_flag_new(adil_cancel_flag **out)
-{
+ADIL_API adil_status adil_cancel_flag_new(adil_cancel_flag **out) {
     if (out == NULL)
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_cancel_flag_new: expected an out pointer, got NULL");
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_cancel_flag_new: expected an out pointer, got NULL");
     *out = NULL;
     adil_cancel_flag *flag = malloc(sizeof *flag);
     if (flag == NULL)
@@ -23,20 +23,13 @@ ADIL_API adil_status adil_cancel_flag_new(adil_cancel_flag **out)
     return ADIL_OK;
 }
 
-ADIL_API void adil_cancel_flag_set(adil_cancel_flag *flag)
-{
-    if (flag != NULL)
-        atomic_store_explicit(&flag->set, 1, memory_order_release);
+ADIL_API void adil_cancel_flag_set(adil_cancel_flag *flag) {
+    if (flag != NULL) atomic_store_explicit(&flag->set, 1, memory_order_release);
 }
 
-ADIL_API int adil_cancel_flag_is_set(void *flag)
-{
-    if (flag == NULL)
-        return 0;
+ADIL_API int adil_cancel_flag_is_set(void *flag) {
+    if (flag == NULL) return 0;
     return atomic_load_explicit(&((adil_cancel_flag *)flag)->set, memory_order_acquire) != 0;
 }
 
-ADIL_API void adil_cancel_flag_free(adil_cancel_flag *flag)
-{
-    free(flag);
-}
+ADIL_API void adil_cancel_flag_free(adil_cancel_flag *flag) { free(flag); }

@@ -10,33 +10,26 @@
 
 #include <time.h>
 
-double adil_now_ms(void)
-{
+double adil_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1.0e6;
 }
 
-void adil_sleep_slice_ms(double ms)
-{
-    if (!(ms > 0.0))
-        return;
-    if (ms > 1.0)
-        ms = 1.0;
+void adil_sleep_slice_ms(double ms) {
+    if (!(ms > 0.0)) return;
+    if (ms > 1.0) ms = 1.0;
     struct timespec ts = {0, (long)(ms * 1.0e6)};
     /* An interrupted nanosleep only shortens the slice; callers loop on the clock. */
     nanosleep(&ts, NULL);
 }
 
-bool adil_sleep_ms_cancellable(double ms, adil_cancelled_fn cancelled, void *token)
-{
+bool adil_sleep_ms_cancellable(double ms, adil_cancelled_fn cancelled, void *token) {
     double end = adil_now_ms() + ms;
     for (;;) {
-        if (cancelled != NULL && cancelled(token))
-            return true;
+        if (cancelled != NULL && cancelled(token)) return true;
         double left = end - adil_now_ms();
-        if (left <= 0.0)
-            return false;
+        if (left <= 0.0) return false;
         adil_sleep_slice_ms(left);
     }
 }

@@ -9,9 +9,7 @@
 
 /* ---- growing arrays --------------------------------------------------- */
 
-adil_status adil_grow_realloc(void **items, size_t *cap, size_t need, size_t item_size,
-                              const char *what)
-{
+adil_status adil_grow_realloc(void **items, size_t *cap, size_t need, size_t item_size, const char *what) {
     size_t new_cap = *cap ? *cap : 4;
     while (new_cap < need && new_cap <= SIZE_MAX / 2) {
         new_cap *= 2;
@@ -21,8 +19,8 @@ adil_status adil_grow_realloc(void **items, size_t *cap, size_t need, size_t ite
         p = realloc(*items, new_cap * item_size);
     }
     if (p == NULL) {
-        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "%s: out of memory for %zu entries of %zu bytes",
-                         what, need, item_size);
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "%s: out of memory for %zu entries of %zu bytes", what,
+                         need, item_size);
     }
     *items = p;
     *cap = new_cap;
@@ -31,30 +29,29 @@ adil_status adil_grow_realloc(void **items, size_t *cap, size_t need, size_t ite
 
 /* ---- hash index ------------------------------------------------------- */
 
-adil_status adil_hash_index_init(adil_hash_index *ix, uint64_t n, const char *what)
-{
+adil_status adil_hash_index_init(adil_hash_index *ix, uint64_t n, const char *what) {
     ix->slots = NULL;
     ix->mask = 0;
     if (n > ADIL_HASH_INDEX_MAX) {
-        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "%s: an index of %llu entries: expected at "
-                         "most %u", what, (unsigned long long)n, (unsigned)ADIL_HASH_INDEX_MAX);
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY,
+                         "%s: an index of %llu entries: expected at "
+                         "most %u",
+                         what, (unsigned long long)n, (unsigned)ADIL_HASH_INDEX_MAX);
     }
     uint64_t cap = 16;
     while (cap < 2 * n) {
         cap *= 2;
     }
-    ix->slots = cap <= SIZE_MAX / sizeof(*ix->slots) ? calloc((size_t)cap, sizeof(*ix->slots))
-                                                     : NULL;
+    ix->slots = cap <= SIZE_MAX / sizeof(*ix->slots) ? calloc((size_t)cap, sizeof(*ix->slots)) : NULL;
     if (ix->slots == NULL) {
-        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "%s: out of memory for an index of %llu slots",
-                         what, (unsigned long long)cap);
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "%s: out of memory for an index of %llu slots", what,
+                         (unsigned long long)cap);
     }
     ix->mask = cap - 1;
     return ADIL_OK;
 }
 
-void adil_hash_index_free(adil_hash_index *ix)
-{
+void adil_hash_index_free(adil_hash_index *ix) {
     free(ix->slots);
     ix->slots = NULL;
     ix->mask = 0;

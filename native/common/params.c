@@ -22,41 +22,33 @@ ADIL_ASSERT_2_0_SIZE(adil_run_stats, ADIL_SIZE_2_0_RUN_STATS);
 
 /* ---- defaults (the ADIL_DEFAULT_* macros of adil.h) ---------------------- */
 
-ADIL_API void adil_engine_default_params(adil_engine_params *out)
-{
-    if (out == NULL)
-        return;
+ADIL_API void adil_engine_default_params(adil_engine_params *out) {
+    if (out == NULL) return;
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
-    out->n_threads = 0;    /* the number of cores */
-    out->backend = NULL;   /* "auto" */
+    out->n_threads = 0;  /* the number of cores */
+    out->backend = NULL; /* "auto" */
 }
 
-ADIL_API void adil_model_default_params(adil_model_params *out)
-{
-    if (out == NULL)
-        return;
+ADIL_API void adil_model_default_params(adil_model_params *out) {
+    if (out == NULL) return;
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
-    out->n_threads = 0;    /* the engine's default */
+    out->n_threads = 0; /* the engine's default */
     out->use_mmap = 1;
 }
 
-ADIL_API void adil_context_default_params(adil_context_params *out)
-{
-    if (out == NULL)
-        return;
+ADIL_API void adil_context_default_params(adil_context_params *out) {
+    if (out == NULL) return;
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
-    out->n_ctx = 0;        /* the model's n_ctx_train, at most ADIL_DEFAULT_N_CTX_CAP */
+    out->n_ctx = 0; /* the model's n_ctx_train, at most ADIL_DEFAULT_N_CTX_CAP */
     out->n_batch = ADIL_DEFAULT_N_BATCH;
-    out->n_threads = 0;    /* the model's */
+    out->n_threads = 0; /* the model's */
 }
 
-ADIL_API void adil_sampling_default_params(adil_sampling_params *out)
-{
-    if (out == NULL)
-        return;
+ADIL_API void adil_sampling_default_params(adil_sampling_params *out) {
+    if (out == NULL) return;
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
     out->temperature = ADIL_DEFAULT_TEMPERATURE;
@@ -68,46 +60,39 @@ ADIL_API void adil_sampling_default_params(adil_sampling_params *out)
     out->seed = 0;
 }
 
-ADIL_API void adil_run_default_params(adil_run_params *out)
-{
-    if (out == NULL)
-        return;
-    memset(out, 0, sizeof *out);   /* NULL sampling/grammar/flag/stop tokens, no deadlines */
+ADIL_API void adil_run_default_params(adil_run_params *out) {
+    if (out == NULL) return;
+    memset(out, 0, sizeof *out); /* NULL sampling/grammar/flag/stop tokens, no deadlines */
     out->struct_size = sizeof *out;
-    out->max_tokens = 0;           /* up to the end of the context */
+    out->max_tokens = 0; /* up to the end of the context */
     out->step_budget_ms = ADIL_DEFAULT_STEP_BUDGET_MS;
 }
 
 /* ---- struct_size checks ------------------------------------------------ */
 
-adil_status adil_copy_params(void *dst, size_t dst_size, const void *src, size_t min_size,
-                             const char *what)
-{
-    if (src == NULL)
-        return ADIL_OK;
+adil_status adil_copy_params(void *dst, size_t dst_size, const void *src, size_t min_size, const char *what) {
+    if (src == NULL) return ADIL_OK;
     uint32_t size;
-    memcpy(&size, src, sizeof size);   /* struct_size is the first field of every public struct */
+    memcpy(&size, src, sizeof size); /* struct_size is the first field of every public struct */
     if (size < min_size)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "%s: struct_size expected at least %zu (the version-2.0 struct), got %u",
-                         what, min_size, size);
+                         "%s: struct_size expected at least %zu (the version-2.0 struct), got %u", what,
+                         min_size, size);
     /* A newer minor's struct is larger: read only the fields this engine knows. */
     memcpy(dst, src, size < dst_size ? size : dst_size);
     memcpy(dst, &(uint32_t){(uint32_t)dst_size}, sizeof(uint32_t));
     return ADIL_OK;
 }
 
-adil_status adil_copy_out(void *dst, const void *src, size_t src_size, size_t min_size,
-                          const char *what)
-{
+adil_status adil_copy_out(void *dst, const void *src, size_t src_size, size_t min_size, const char *what) {
     if (dst == NULL)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "%s: expected an out struct, got NULL", what);
     uint32_t size;
     memcpy(&size, dst, sizeof size);
     if (size < min_size)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "%s: struct_size expected at least %zu (the version-2.0 struct), got %u",
-                         what, min_size, size);
+                         "%s: struct_size expected at least %zu (the version-2.0 struct), got %u", what,
+                         min_size, size);
     /* Write only what the caller's struct holds, and keep its struct_size. */
     size_t n = size < src_size ? size : src_size;
     memcpy((char *)dst + sizeof size, (const char *)src + sizeof size, n - sizeof size);
@@ -117,10 +102,8 @@ adil_status adil_copy_out(void *dst, const void *src, size_t src_size, size_t mi
 /* ---- the version handshake --------------------------------------------- */
 
 void adil_component_fill(adil_component_info *info, uint32_t abi_major, uint32_t abi_minor,
-                         uint32_t host_major_accepted, const char *engine_name,
-                         const char *engine_version, const char *backends,
-                         const char *cpu_features)
-{
+                         uint32_t host_major_accepted, const char *engine_name, const char *engine_version,
+                         const char *backends, const char *cpu_features) {
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     info->abi_major = abi_major;
@@ -140,8 +123,7 @@ void adil_component_fill(adil_component_info *info, uint32_t abi_major, uint32_t
     info->size_run_stats = sizeof(adil_run_stats);
 }
 
-adil_status adil_check_host(const adil_host_info *host, uint32_t host_major_accepted)
-{
+adil_status adil_check_host(const adil_host_info *host, uint32_t host_major_accepted) {
     if (host == NULL)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_engine_open: expected host info, got NULL");
     if (host->struct_size < ADIL_SIZE_2_0_HOST_INFO)

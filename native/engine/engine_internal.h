@@ -23,40 +23,40 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define ADIL_CPU_ENGINE_NAME "adil-cpu"
+#define ADIL_CPU_ENGINE_NAME    "adil-cpu"
 #define ADIL_CPU_ENGINE_VERSION "0.1.0"
 
 struct adil_engine {
-    uint32_t n_threads;            /* default thread count for models (>= 1) */
-    char backend[16];              /* "cpu" */
+    uint32_t n_threads; /* default thread count for models (>= 1) */
+    char backend[16];   /* "cpu" */
 };
 
 struct adil_model {
     adil_engine *engine;
-    gguf_file *file;               /* the mapped (or read) GGUF; weights point into it */
-    void *file_bytes;              /* the file's bytes when loaded without mmap, else NULL */
+    gguf_file *file;  /* the mapped (or read) GGUF; weights point into it */
+    void *file_bytes; /* the file's bytes when loaded without mmap, else NULL */
     const adil_arch *arch;
-    adil_transformer tf;           /* hyperparameters and weights */
+    adil_transformer tf; /* hyperparameters and weights */
     adil_tokenizer *tok;
-    adil_pool *pool;               /* n_threads workers, shared by contexts that use as many */
-    pthread_mutex_t compute_lock;  /* one forward pass at a time on `pool` */
-    _Atomic(adil_run *) live_run;  /* the one run the model serves, or NULL */
-    char *name;                    /* general.name or the file name */
-    char *chat_template;           /* tokenizer.chat_template, or NULL */
-    adil_model_info info;          /* filled at load; strings point at the fields above */
+    adil_pool *pool;              /* n_threads workers, shared by contexts that use as many */
+    pthread_mutex_t compute_lock; /* one forward pass at a time on `pool` */
+    _Atomic(adil_run *) live_run; /* the one run the model serves, or NULL */
+    char *name;                   /* general.name or the file name */
+    char *chat_template;          /* tokenizer.chat_template, or NULL */
+    adil_model_info info;         /* filled at load; strings point at the fields above */
 };
 
 struct adil_context {
     adil_model *model;
-    uint32_t n_ctx;                /* window in tokens */
-    uint32_t n_batch;              /* prompt tokens per forward pass */
-    adil_pool *own_pool;           /* when the context asked for another thread count */
-    bool shared_pool;              /* fw.pool is the model's: take compute_lock */
-    adil_forward fw;               /* KV cache and activations */
-    int32_t *tokens;               /* (n_ctx) the tokens whose keys/values the cache holds */
-    uint32_t n_past;               /* valid positions of the cache */
-    float *logits;                 /* (n_vocab) the last position's logits */
-    adil_run *run;                 /* the live run on this context, or NULL */
+    uint32_t n_ctx;      /* window in tokens */
+    uint32_t n_batch;    /* prompt tokens per forward pass */
+    adil_pool *own_pool; /* when the context asked for another thread count */
+    bool shared_pool;    /* fw.pool is the model's: take compute_lock */
+    adil_forward fw;     /* KV cache and activations */
+    int32_t *tokens;     /* (n_ctx) the tokens whose keys/values the cache holds */
+    uint32_t n_past;     /* valid positions of the cache */
+    float *logits;       /* (n_vocab) the last position's logits */
+    adil_run *run;       /* the live run on this context, or NULL */
 };
 
 /* Evaluates tokens[0..n) at positions ctx->n_past.. in batches of n_batch,

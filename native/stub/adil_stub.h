@@ -15,9 +15,8 @@
  * checked before sleeping: when it is too small the needed length goes to
  * *result_len and the tool returns ADIL_STATUS_INVALID_ARGUMENT at once.
  * Bad arguments: ADIL_STATUS_INVALID_ARGUMENT.  user_data is unused. */
-ADIL_API adil_status adil_stub_sleep_tool(void *user_data, const char *arguments_json,
-                                          size_t arguments_len, adil_cancelled_fn cancelled,
-                                          void *cancel_token, char *result, size_t result_capacity,
-                                          size_t *result_len);
+ADIL_API adil_status adil_stub_sleep_tool(void *user_data, const char *arguments_json, size_t arguments_len,
+                                          adil_cancelled_fn cancelled, void *cancel_token, char *result,
+                                          size_t result_capacity, size_t *result_len);
 
 #endif /* ADIL_STUB_H */

@@ -8,8 +8,7 @@
 #include <stdlib.h>
 
 ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_params *params,
-                                      adil_context **out)
-{
+                                      adil_context **out) {
     if (out == NULL)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_new: expected an out pointer, got NULL");
     *out = NULL;
@@ -19,11 +18,11 @@ ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_para
     adil_context_default_params(&p);
     adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_CONTEXT_PARAMS,
                                       "adil_context_new: context params");
-    if (st != ADIL_OK)
-        return st;
+    if (st != ADIL_OK) return st;
     adil_context *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL)
-        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_context_new: could not allocate %zu bytes", sizeof *ctx);
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_context_new: could not allocate %zu bytes",
+                         sizeof *ctx);
     uint32_t train = model->script.context_length;
     ctx->model = model;
     ctx->n_ctx = p.n_ctx > 0 ? p.n_ctx : (train < ADIL_DEFAULT_N_CTX_CAP ? train : ADIL_DEFAULT_N_CTX_CAP);
@@ -34,19 +33,12 @@ ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_para
     return ADIL_OK;
 }
 
-ADIL_API void adil_context_free(adil_context *ctx)
-{
-    free(ctx);
-}
+ADIL_API void adil_context_free(adil_context *ctx) { free(ctx); }
 
-ADIL_API uint32_t adil_context_size(const adil_context *ctx)
-{
-    return ctx != NULL ? ctx->n_ctx : 0;
-}
+ADIL_API uint32_t adil_context_size(const adil_context *ctx) { return ctx != NULL ? ctx->n_ctx : 0; }
 
 ADIL_API adil_status adil_context_logits(adil_context *ctx, const int32_t *tokens, size_t n_tokens,
-                                         float *logits, size_t capacity)
-{
+                                         float *logits, size_t capacity) {
     (void)ctx;
     (void)tokens;
     (void)n_tokens;

@@ -27,42 +27,34 @@ static const adil_component_info stub_component = {
     .size_run_stats = sizeof(adil_run_stats) + STUB_SIZE_APPENDED,
 };
 
-ADIL_API uint32_t adil_abi_version(void)
-{
-    return ADIL_MAKE_VERSION(STUB_ABI_MAJOR, STUB_ABI_MINOR);
-}
+ADIL_API uint32_t adil_abi_version(void) { return ADIL_MAKE_VERSION(STUB_ABI_MAJOR, STUB_ABI_MINOR); }
 
-ADIL_API const adil_component_info *adil_component(void)
-{
-    return &stub_component;
-}
+ADIL_API const adil_component_info *adil_component(void) { return &stub_component; }
 
 /* The stub computes nothing, so any CPU-ish backend request is served. */
-static bool backend_supported(const char *backend)
-{
+static bool backend_supported(const char *backend) {
     return backend == NULL || strcmp(backend, "auto") == 0 || strcmp(backend, "cpu") == 0 ||
            strcmp(backend, "stub") == 0;
 }
 
 ADIL_API adil_status adil_engine_open(const adil_host_info *host, const adil_engine_params *params,
-                                      adil_engine **out)
-{
+                                      adil_engine **out) {
     if (out == NULL)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_engine_open: expected an out pointer, got NULL");
     *out = NULL;
     adil_status st = adil_check_host(host, STUB_HOST_MAJOR_ACCEPTED);
-    if (st != ADIL_OK)
-        return st;
+    if (st != ADIL_OK) return st;
     adil_engine_params p;
     adil_engine_default_params(&p);
     st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_ENGINE_PARAMS,
                           "adil_engine_open: engine params");
-    if (st != ADIL_OK)
-        return st;
+    if (st != ADIL_OK) return st;
     if (!backend_supported(p.backend))
-        return adil_fail(ADIL_STATUS_CAPABILITY,
-                         "adil_engine_open: backend expected \"auto\", \"cpu\" or \"stub\" (the stub engine), "
-                         "got \"%s\"", p.backend);
+        return adil_fail(
+            ADIL_STATUS_CAPABILITY,
+            "adil_engine_open: backend expected \"auto\", \"cpu\" or \"stub\" (the stub engine), "
+            "got \"%s\"",
+            p.backend);
     adil_engine *engine = calloc(1, sizeof *engine);
     if (engine == NULL)
         return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_engine_open: could not allocate %zu bytes",
@@ -73,7 +65,4 @@ ADIL_API adil_status adil_engine_open(const adil_host_info *host, const adil_eng
     return ADIL_OK;
 }
 
-ADIL_API void adil_engine_close(adil_engine *engine)
-{
-    free(engine);
-}
+ADIL_API void adil_engine_close(adil_engine *engine) { free(engine); }

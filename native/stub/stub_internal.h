@@ -20,39 +20,39 @@
 #include "stub_script.h"
 
 #ifndef STUB_ABI_MAJOR
-#define STUB_ABI_MAJOR ADIL_ABI_MAJOR
+#    define STUB_ABI_MAJOR ADIL_ABI_MAJOR
 #endif
 #ifndef STUB_ABI_MINOR
-#define STUB_ABI_MINOR ADIL_ABI_MINOR
+#    define STUB_ABI_MINOR ADIL_ABI_MINOR
 #endif
 #ifndef STUB_HOST_MAJOR_ACCEPTED
-#define STUB_HOST_MAJOR_ACCEPTED ADIL_HOST_MAJOR
+#    define STUB_HOST_MAJOR_ACCEPTED ADIL_HOST_MAJOR
 #endif
 #ifndef STUB_SIZE_APPENDED
-#define STUB_SIZE_APPENDED 0
+#    define STUB_SIZE_APPENDED 0
 #endif
 #ifndef STUB_SIZE_SHORT
-#define STUB_SIZE_SHORT 0
+#    define STUB_SIZE_SHORT 0
 #endif
 
 /* The byte-level vocabulary: ids 0..255 are bytes, then two specials. */
 #define STUB_TOKEN_BOS 256
 #define STUB_TOKEN_EOS 257
-#define STUB_N_VOCAB 258
+#define STUB_N_VOCAB   258
 
 struct adil_engine {
-    uint32_t n_threads;           /* 0 = number of cores */
+    uint32_t n_threads; /* 0 = number of cores */
 };
 
 struct adil_model {
     stub_script script;
-    char *name;                   /* the script's file name */
+    char *name; /* the script's file name */
     uint32_t n_threads;
-    double loaded_ms;             /* adil_now_ms() at load; starts the not-ready window */
-    atomic_int run_live;          /* 1 while a run of this model is not freed */
+    double loaded_ms;    /* adil_now_ms() at load; starts the not-ready window */
+    atomic_int run_live; /* 1 while a run of this model is not freed */
     /* Guarded by run_live: only the thread that set it touches these. */
-    uint32_t n_calls;             /* run starts counted so far (faults' on_call) */
-    size_t next_turn;             /* the turn the next call answers with */
+    uint32_t n_calls; /* run starts counted so far (faults' on_call) */
+    size_t next_turn; /* the turn the next call answers with */
 };
 
 struct adil_context {
@@ -64,21 +64,21 @@ struct adil_context {
 
 struct adil_run {
     adil_model *model;
-    atomic_int cancelled;         /* the run's own flag (adil_run_cancel) */
-    adil_cancel_flag *cancel_flag;/* the caller's shared flag, or NULL */
+    atomic_int cancelled;          /* the run's own flag (adil_run_cancel) */
+    adil_cancel_flag *cancel_flag; /* the caller's shared flag, or NULL */
     /* What the run writes: the turn's bytes, then EOS. */
-    const unsigned char *output;  /* owned by the model's script */
+    const unsigned char *output; /* owned by the model's script */
     size_t output_len;
     size_t output_pos;
-    int32_t *stop_tokens;         /* a copy of params->stop_tokens */
+    int32_t *stop_tokens; /* a copy of params->stop_tokens */
     size_t n_stop_tokens;
-    bool late_answer;             /* acknowledge a cancel but keep answering */
+    bool late_answer; /* acknowledge a cancel but keep answering */
     uint32_t token_delay_ms;
-    uint32_t max_tokens;          /* already resolved: never 0 */
+    uint32_t max_tokens; /* already resolved: never 0 */
     uint32_t total_timeout_ms;
     uint32_t read_timeout_ms;
     uint32_t step_budget_ms;
-    double start_ms;              /* adil_run_start; the total deadline counts from here */
+    double start_ms; /* adil_run_start; the total deadline counts from here */
     bool stopped;
     adil_run_stats stats;
 };

@@ -31,22 +31,22 @@ typedef struct stub_json_member stub_json_member;
 
 typedef struct stub_json {
     stub_json_kind kind;
-    size_t start, end;              /* byte range of the value in the source */
-    bool boolean;                   /* BOOL */
-    bool is_integer;                /* NUMBER: no fraction/exponent and fits int64 */
-    int64_t integer;                /* NUMBER when is_integer */
-    char *str;                      /* STRING: decoded bytes, NUL-terminated */
+    size_t start, end; /* byte range of the value in the source */
+    bool boolean;      /* BOOL */
+    bool is_integer;   /* NUMBER: no fraction/exponent and fits int64 */
+    int64_t integer;   /* NUMBER when is_integer */
+    char *str;         /* STRING: decoded bytes, NUL-terminated */
     size_t str_len;
-    struct stub_json *items;        /* ARRAY: n_items values */
+    struct stub_json *items; /* ARRAY: n_items values */
     size_t n_items;
-    stub_json_member *members;      /* OBJECT: n_members members in source order */
+    stub_json_member *members; /* OBJECT: n_members members in source order */
     size_t n_members;
 } stub_json;
 
 struct stub_json_member {
-    char *key;                      /* decoded, NUL-terminated */
+    char *key; /* decoded, NUL-terminated */
     size_t key_len;
-    size_t key_offset;              /* offset of the key's opening quote */
+    size_t key_offset; /* offset of the key's opening quote */
     stub_json value;
 };
 

@@ -11,40 +11,36 @@
 #include <string.h>
 #include <unistd.h>
 
-static uint32_t default_threads(const adil_engine *engine, uint32_t requested)
-{
-    if (requested > 0)
-        return requested;
-    if (engine->n_threads > 0)
-        return engine->n_threads;
+static uint32_t default_threads(const adil_engine *engine, uint32_t requested) {
+    if (requested > 0) return requested;
+    if (engine->n_threads > 0) return engine->n_threads;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     return cores > 0 ? (uint32_t)cores : 1;
 }
 
-static char *file_name(const char *path)
-{
+static char *file_name(const char *path) {
     const char *slash = strrchr(path, '/');
     return strdup(slash != NULL ? slash + 1 : path);
 }
 
-ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path,
-                                     const adil_model_params *params, adil_model **out)
-{
+ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path, const adil_model_params *params,
+                                     adil_model **out) {
     if (out == NULL)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_model_load: expected an out pointer, got NULL");
     *out = NULL;
     if (engine == NULL || path == NULL)
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_model_load: expected an engine and a path, got NULL %s",
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_model_load: expected an engine and a path, got NULL %s",
                          engine == NULL ? "engine" : "path");
     adil_model_params p;
     adil_model_default_params(&p);
-    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_MODEL_PARAMS,
-                                      "adil_model_load: model params");
-    if (st != ADIL_OK)
-        return st;
+    adil_status st =
+        adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_MODEL_PARAMS, "adil_model_load: model params");
+    if (st != ADIL_OK) return st;
     adil_model *model = calloc(1, sizeof *model);
     if (model == NULL)
-        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_model_load: could not allocate %zu bytes", sizeof *model);
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_model_load: could not allocate %zu bytes",
+                         sizeof *model);
     st = stub_script_load(path, &model->script);
     if (st != ADIL_OK) {
         free(model);
@@ -63,17 +59,14 @@ ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path,
     return ADIL_OK;
 }
 
-ADIL_API void adil_model_free(adil_model *model)
-{
-    if (model == NULL)
-        return;
+ADIL_API void adil_model_free(adil_model *model) {
+    if (model == NULL) return;
     stub_script_free(&model->script);
     free(model->name);
     free(model);
 }
 
-ADIL_API adil_status adil_model_get_info(const adil_model *model, adil_model_info *out)
-{
+ADIL_API adil_status adil_model_get_info(const adil_model *model, adil_model_info *out) {
     if (model == NULL)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_model_get_info: expected a model, got NULL");
     adil_model_info info = {
@@ -91,15 +84,13 @@ ADIL_API adil_status adil_model_get_info(const adil_model *model, adil_model_inf
         .size_bytes = 0,
         .n_threads = model->n_threads,
     };
-    adil_status st = adil_copy_out(out, &info, sizeof info, ADIL_SIZE_2_0_MODEL_INFO,
-                                   "adil_model_get_info: model info");
-    if (st == ADIL_OK)
-        adil_clear_error();
+    adil_status st =
+        adil_copy_out(out, &info, sizeof info, ADIL_SIZE_2_0_MODEL_INFO, "adil_model_get_info: model info");
+    if (st == ADIL_OK) adil_clear_error();
     return st;
 }
 
-adil_status stub_model_check_ready(const adil_model *model, const char *what)
-{
+adil_status stub_model_check_ready(const adil_model *model, const char *what) {
     double elapsed = adil_now_ms() - model->loaded_ms;
     if (elapsed < (double)model->script.not_ready_ms)
         return adil_fail(ADIL_STATUS_MODEL_NOT_READY,
@@ -109,12 +100,10 @@ adil_status stub_model_check_ready(const adil_model *model, const char *what)
     return ADIL_OK;
 }
 
-ADIL_API adil_status adil_model_ready(const adil_model *model)
-{
+ADIL_API adil_status adil_model_ready(const adil_model *model) {
     if (model == NULL)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_model_ready: expected a model, got NULL");
     adil_status st = stub_model_check_ready(model, "adil_model_ready");
-    if (st == ADIL_OK)
-        adil_clear_error();
+    if (st == ADIL_OK) adil_clear_error();
     return st;
 }

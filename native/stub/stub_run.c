@@ -20,14 +20,12 @@
 
 #define STUB_MAX_STOP_TOKENS 65536u
 
-bool stub_run_is_cancelled(const adil_run *run)
-{
+bool stub_run_is_cancelled(const adil_run *run) {
     return atomic_load_explicit(&((adil_run *)run)->cancelled, memory_order_acquire) != 0 ||
            adil_cancel_flag_is_set(run->cancel_flag);
 }
 
-static adil_status check_tokens(const int32_t *ids, size_t n, const char *what)
-{
+static adil_status check_tokens(const int32_t *ids, size_t n, const char *what) {
     for (size_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= STUB_N_VOCAB)
             return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
@@ -36,14 +34,12 @@ static adil_status check_tokens(const int32_t *ids, size_t n, const char *what)
     return ADIL_OK;
 }
 
-static adil_status check_arguments(const int32_t *prompt, size_t n_prompt, const adil_run_params *p)
-{
+static adil_status check_arguments(const int32_t *prompt, size_t n_prompt, const adil_run_params *p) {
     if (n_prompt == 0 || prompt == NULL)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_start: expected a non-empty prompt, got %s",
                          prompt == NULL ? "NULL" : "0 tokens");
     adil_status st = check_tokens(prompt, n_prompt, "prompt");
-    if (st != ADIL_OK)
-        return st;
+    if (st != ADIL_OK) return st;
     if (p->sampling != NULL && p->sampling->struct_size < ADIL_SIZE_2_0_SAMPLING_PARAMS)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "adil_run_start: sampling struct_size expected at least %zu "
@@ -59,8 +55,7 @@ static adil_status check_arguments(const int32_t *prompt, size_t n_prompt, const
 }
 
 /* Resolves max_tokens (0 = up to the end of the window) against the window. */
-static adil_status check_window(size_t n_prompt, uint32_t max_tokens, uint32_t n_ctx, uint32_t *resolved)
-{
+static adil_status check_window(size_t n_prompt, uint32_t max_tokens, uint32_t n_ctx, uint32_t *resolved) {
     if (max_tokens == 0 && n_prompt >= n_ctx)
         return adil_fail(ADIL_STATUS_CONTEXT_LENGTH,
                          "adil_run_start: a prompt of %zu tokens leaves no room for output in the context "
@@ -75,11 +70,9 @@ static adil_status check_window(size_t n_prompt, uint32_t max_tokens, uint32_t n
     return ADIL_OK;
 }
 
-static adil_run *new_run(adil_context *ctx, const adil_run_params *p, size_t n_prompt, uint32_t max_tokens)
-{
+static adil_run *new_run(adil_context *ctx, const adil_run_params *p, size_t n_prompt, uint32_t max_tokens) {
     adil_run *run = calloc(1, sizeof *run);
-    if (run == NULL)
-        return NULL;
+    if (run == NULL) return NULL;
     if (p->n_stop_tokens > 0) {
         run->stop_tokens = malloc(p->n_stop_tokens * sizeof *run->stop_tokens);
         if (run->stop_tokens == NULL) {
@@ -99,20 +92,18 @@ static adil_run *new_run(adil_context *ctx, const adil_run_params *p, size_t n_p
     run->step_budget_ms = p->step_budget_ms > 0 ? p->step_budget_ms : ADIL_DEFAULT_STEP_BUDGET_MS;
     run->stats.struct_size = sizeof run->stats;
     run->stats.stop_reason = ADIL_STOP_NONE;
-    run->stats.n_prompt_tokens = (uint32_t)n_prompt;   /* <= n_ctx, checked */
+    run->stats.n_prompt_tokens = (uint32_t)n_prompt; /* <= n_ctx, checked */
     run->start_ms = adil_now_ms();
     return run;
 }
 
-static void free_run_memory(adil_run *run)
-{
+static void free_run_memory(adil_run *run) {
     free(run->stop_tokens);
     free(run);
 }
 
 /* Steps 5 and 6 of the admission; the caller holds the model's run_live. */
-static adil_status take_turn(adil_model *model, adil_run *run)
-{
+static adil_status take_turn(adil_model *model, adil_run *run) {
     uint32_t call = ++model->n_calls;
     const stub_fault *fault = stub_script_fault(&model->script, call);
     if (fault != NULL && fault->status != ADIL_OK)
@@ -128,26 +119,22 @@ static adil_status take_turn(adil_model *model, adil_run *run)
 }
 
 ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, size_t n_prompt,
-                                    const adil_run_params *params, adil_run **out)
-{
+                                    const adil_run_params *params, adil_run **out) {
     if (out == NULL || ctx == NULL)
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_start: expected a context and an out pointer, got NULL");
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_run_start: expected a context and an out pointer, got NULL");
     *out = NULL;
     adil_run_params p;
     adil_run_default_params(&p);
-    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_RUN_PARAMS, "adil_run_start: run params");
+    adil_status st =
+        adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_RUN_PARAMS, "adil_run_start: run params");
     uint32_t max_tokens = 0;
-    if (st == ADIL_OK)
-        st = check_arguments(prompt, n_prompt, &p);
-    if (st == ADIL_OK)
-        st = check_window(n_prompt, p.max_tokens, ctx->n_ctx, &max_tokens);
-    if (st == ADIL_OK)
-        st = stub_model_check_ready(ctx->model, "adil_run_start");
-    if (st != ADIL_OK)
-        return st;
+    if (st == ADIL_OK) st = check_arguments(prompt, n_prompt, &p);
+    if (st == ADIL_OK) st = check_window(n_prompt, p.max_tokens, ctx->n_ctx, &max_tokens);
+    if (st == ADIL_OK) st = stub_model_check_ready(ctx->model, "adil_run_start");
+    if (st != ADIL_OK) return st;
     adil_run *run = new_run(ctx, &p, n_prompt, max_tokens);
-    if (run == NULL)
-        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_run_start: could not allocate a run");
+    if (run == NULL) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_run_start: could not allocate a run");
     int expected = 0;
     if (!atomic_compare_exchange_strong_explicit(&ctx->model->run_live, &expected, 1, memory_order_acq_rel,
                                                  memory_order_acquire)) {
@@ -165,32 +152,23 @@ ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, si
     return ADIL_OK;
 }
 
-ADIL_API void adil_run_cancel(adil_run *run)
-{
-    if (run != NULL)
-        atomic_store_explicit(&run->cancelled, 1, memory_order_release);
+ADIL_API void adil_run_cancel(adil_run *run) {
+    if (run != NULL) atomic_store_explicit(&run->cancelled, 1, memory_order_release);
 }
 
-ADIL_API int adil_run_cancelled(void *run)
-{
-    return run != NULL && stub_run_is_cancelled(run);
-}
+ADIL_API int adil_run_cancelled(void *run) { return run != NULL && stub_run_is_cancelled(run); }
 
-ADIL_API adil_status adil_run_get_stats(const adil_run *run, adil_run_stats *out)
-{
+ADIL_API adil_status adil_run_get_stats(const adil_run *run, adil_run_stats *out) {
     if (run == NULL)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_get_stats: expected a run, got NULL");
     adil_status st = adil_copy_out(out, &run->stats, sizeof run->stats, ADIL_SIZE_2_0_RUN_STATS,
                                    "adil_run_get_stats: run stats");
-    if (st == ADIL_OK)
-        adil_clear_error();
+    if (st == ADIL_OK) adil_clear_error();
     return st;
 }
 
-ADIL_API void adil_run_free(adil_run *run)
-{
-    if (run == NULL)
-        return;
+ADIL_API void adil_run_free(adil_run *run) {
+    if (run == NULL) return;
     /* Nothing runs in the background, so freeing is the cancel: the model is free again. */
     atomic_store_explicit(&run->model->run_live, 0, memory_order_release);
     free_run_memory(run);

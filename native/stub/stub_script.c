@@ -13,35 +13,32 @@
 #include <string.h>
 
 typedef struct validator {
-    const char *src;          /* the script text, for verbatim copies and messages */
-    const char *what;         /* "stub script '<path>'" */
+    const char *src;  /* the script text, for verbatim copies and messages */
+    const char *what; /* "stub script '<path>'" */
 } validator;
 
 /* ---- error messages ---------------------------------------------------- */
 
 static adil_status bad_value(const validator *v, const char *where, const stub_json *value,
-                             const char *expected)
-{
+                             const char *expected) {
     /* Quote a short prefix of the offending value so the reader sees it. */
     size_t n = value->end - value->start;
     int shown = (int)(n > 24 ? 24 : n);
-    return adil_fail(ADIL_STATUS_MODEL_FORMAT, "%s: %s: expected %s, got %s %.*s%s at offset %zu",
-                     v->what, where, expected, stub_json_kind_name(value->kind), shown,
-                     v->src + value->start, n > 24 ? "..." : "", value->start);
+    return adil_fail(ADIL_STATUS_MODEL_FORMAT, "%s: %s: expected %s, got %s %.*s%s at offset %zu", v->what,
+                     where, expected, stub_json_kind_name(value->kind), shown, v->src + value->start,
+                     n > 24 ? "..." : "", value->start);
 }
 
 static adil_status missing_key(const validator *v, const char *where, const stub_json *object,
-                               const char *key, const char *expected)
-{
+                               const char *key, const char *expected) {
     return adil_fail(ADIL_STATUS_MODEL_FORMAT,
-                     "%s: %s: expected a key \"%s\" (%s), got none in the object at offset %zu",
-                     v->what, where, key, expected, object->start);
+                     "%s: %s: expected a key \"%s\" (%s), got none in the object at offset %zu", v->what,
+                     where, key, expected, object->start);
 }
 
 /* Refuses keys outside `known` and keys given twice. */
 static adil_status check_keys(const validator *v, const char *where, const stub_json *object,
-                              const char *const known[], size_t n_known, const char *listing)
-{
+                              const char *const known[], size_t n_known, const char *listing) {
     uint32_t seen = 0;
     for (size_t i = 0; i < object->n_members; i++) {
         const stub_json_member *m = &object->members[i];
@@ -54,16 +51,15 @@ static adil_status check_keys(const validator *v, const char *where, const stub_
                              v->what, where, listing, m->key, m->key_offset);
         if (seen & (1u << k))
             return adil_fail(ADIL_STATUS_MODEL_FORMAT,
-                             "%s: %s: expected each key once, got \"%s\" again at offset %zu",
-                             v->what, where, m->key, m->key_offset);
+                             "%s: %s: expected each key once, got \"%s\" again at offset %zu", v->what, where,
+                             m->key, m->key_offset);
         seen |= 1u << k;
     }
     return ADIL_OK;
 }
 
-static adil_status read_uint(const validator *v, const char *where, const stub_json *value,
-                             uint32_t min, uint32_t max, uint32_t *out)
-{
+static adil_status read_uint(const validator *v, const char *where, const stub_json *value, uint32_t min,
+                             uint32_t max, uint32_t *out) {
     if (value->kind != STUB_JSON_NUMBER || !value->is_integer || value->integer < (int64_t)min ||
         value->integer > (int64_t)max) {
         char expected[80];
@@ -80,9 +76,9 @@ static adil_status read_uint(const validator *v, const char *where, const stub_j
 typedef struct turn_parts {
     const char *text;
     size_t text_len;
-    const char *name;         /* the name's JSON literal, quotes included */
+    const char *name; /* the name's JSON literal, quotes included */
     size_t name_len;
-    const char *args;         /* the arguments text */
+    const char *args; /* the arguments text */
     size_t args_len;
     bool has_call;
 } turn_parts;
@@ -91,46 +87,39 @@ static const char CALL_OPEN[] = "<tool_call>{\"name\": ";
 static const char CALL_ARGS[] = ", \"arguments\": ";
 static const char CALL_CLOSE[] = "}</tool_call>";
 
-static adil_status compile_turn(const turn_parts *parts, stub_turn *out)
-{
+static adil_status compile_turn(const turn_parts *parts, stub_turn *out) {
     size_t len = parts->text_len;
     if (parts->has_call)
-        len += strlen(CALL_OPEN) + parts->name_len + strlen(CALL_ARGS) + parts->args_len +
-               strlen(CALL_CLOSE);
+        len += strlen(CALL_OPEN) + parts->name_len + strlen(CALL_ARGS) + parts->args_len + strlen(CALL_CLOSE);
     out->bytes = malloc(len ? len : 1);
     if (out->bytes == NULL)
-        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "stub script: could not allocate %zu bytes for a turn", len);
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "stub script: could not allocate %zu bytes for a turn",
+                         len);
     unsigned char *w = out->bytes;
     const char *pieces[5] = {parts->text, CALL_OPEN, parts->name, CALL_ARGS, parts->args};
     size_t lens[5] = {parts->text_len, strlen(CALL_OPEN), parts->name_len, strlen(CALL_ARGS),
                       parts->args_len};
     for (size_t i = 0; i < (parts->has_call ? 5u : 1u); i++) {
-        if (lens[i] > 0)
-            memcpy(w, pieces[i], lens[i]);
+        if (lens[i] > 0) memcpy(w, pieces[i], lens[i]);
         w += lens[i];
     }
-    if (parts->has_call)
-        memcpy(w, CALL_CLOSE, strlen(CALL_CLOSE));
+    if (parts->has_call) memcpy(w, CALL_CLOSE, strlen(CALL_CLOSE));
     out->len = len;
     return ADIL_OK;
 }
 
-static adil_status read_tool_call(const validator *v, size_t turn, const stub_json *call,
-                                  turn_parts *parts)
-{
+static adil_status read_tool_call(const validator *v, size_t turn, const stub_json *call, turn_parts *parts) {
     static const char *const keys[] = {"name", "arguments", "arguments_json"};
     char where[96];
     snprintf(where, sizeof where, "turns[%zu].tool_call", turn);
     if (call->kind != STUB_JSON_OBJECT)
         return bad_value(v, where, call, "an object {\"name\": ..., \"arguments\": ...}");
     adil_status st = check_keys(v, where, call, keys, 3, "name, arguments, arguments_json");
-    if (st != ADIL_OK)
-        return st;
+    if (st != ADIL_OK) return st;
     const stub_json *name = stub_json_get(call, "name");
     const stub_json *args = stub_json_get(call, "arguments");
     const stub_json *args_json = stub_json_get(call, "arguments_json");
-    if (name == NULL)
-        return missing_key(v, where, call, "name", "the tool's name");
+    if (name == NULL) return missing_key(v, where, call, "name", "the tool's name");
     if (name->kind != STUB_JSON_STRING || name->str_len == 0) {
         snprintf(where, sizeof where, "turns[%zu].tool_call.name", turn);
         return bad_value(v, where, name, "a non-empty string");
@@ -148,7 +137,7 @@ static adil_status read_tool_call(const validator *v, size_t turn, const stub_js
     parts->name = v->src + name->start;
     parts->name_len = name->end - name->start;
     if (args != NULL) {
-        parts->args = v->src + args->start;   /* verbatim, as the script spells it */
+        parts->args = v->src + args->start; /* verbatim, as the script spells it */
         parts->args_len = args->end - args->start;
     } else {
         parts->args = args_json->str;
@@ -157,16 +146,14 @@ static adil_status read_tool_call(const validator *v, size_t turn, const stub_js
     return ADIL_OK;
 }
 
-static adil_status read_turn(const validator *v, size_t index, const stub_json *turn, stub_turn *out)
-{
+static adil_status read_turn(const validator *v, size_t index, const stub_json *turn, stub_turn *out) {
     static const char *const keys[] = {"text", "tool_call"};
     char where[96];
     snprintf(where, sizeof where, "turns[%zu]", index);
     if (turn->kind != STUB_JSON_OBJECT)
         return bad_value(v, where, turn, "an object {\"text\": ..., \"tool_call\": ...}");
     adil_status st = check_keys(v, where, turn, keys, 2, "text, tool_call");
-    if (st != ADIL_OK)
-        return st;
+    if (st != ADIL_OK) return st;
     turn_parts parts = {0};
     const stub_json *text = stub_json_get(turn, "text");
     if (text != NULL) {
@@ -178,25 +165,20 @@ static adil_status read_turn(const validator *v, size_t index, const stub_json *
         parts.text_len = text->str_len;
     }
     const stub_json *call = stub_json_get(turn, "tool_call");
-    if (call != NULL && (st = read_tool_call(v, index, call, &parts)) != ADIL_OK)
-        return st;
+    if (call != NULL && (st = read_tool_call(v, index, call, &parts)) != ADIL_OK) return st;
     return compile_turn(&parts, out);
 }
 
-static adil_status read_turns(const validator *v, const stub_json *turns, stub_script *out)
-{
-    if (turns->kind != STUB_JSON_ARRAY)
-        return bad_value(v, "turns", turns, "an array of turns");
-    if (turns->n_items == 0)
-        return ADIL_OK;
+static adil_status read_turns(const validator *v, const stub_json *turns, stub_script *out) {
+    if (turns->kind != STUB_JSON_ARRAY) return bad_value(v, "turns", turns, "an array of turns");
+    if (turns->n_items == 0) return ADIL_OK;
     out->turns = calloc(turns->n_items, sizeof *out->turns);
     if (out->turns == NULL)
         return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "%s: could not allocate %zu turns", v->what,
                          turns->n_items);
     for (size_t i = 0; i < turns->n_items; i++) {
         adil_status st = read_turn(v, i, &turns->items[i], &out->turns[i]);
-        if (st != ADIL_OK)
-            return st;
+        if (st != ADIL_OK) return st;
         out->n_turns++;
     }
     return ADIL_OK;
@@ -205,16 +187,19 @@ static adil_status read_turns(const validator *v, const stub_json *turns, stub_s
 /* ---- faults ------------------------------------------------------------ */
 
 static adil_status read_status_name(const validator *v, const char *where, const stub_json *value,
-                                    adil_status *out)
-{
-    static const struct { const char *name; adil_status status; } names[] = {
+                                    adil_status *out) {
+    static const struct {
+        const char *name;
+        adil_status status;
+    } names[] = {
         {"busy", ADIL_STATUS_BUSY},
         {"model_not_ready", ADIL_STATUS_MODEL_NOT_READY},
         {"context_length", ADIL_STATUS_CONTEXT_LENGTH},
         {"capability", ADIL_STATUS_CAPABILITY},
     };
     for (size_t i = 0; value->kind == STUB_JSON_STRING && i < sizeof names / sizeof names[0]; i++) {
-        if (strlen(names[i].name) == value->str_len && memcmp(names[i].name, value->str, value->str_len) == 0) {
+        if (strlen(names[i].name) == value->str_len &&
+            memcmp(names[i].name, value->str, value->str_len) == 0) {
             *out = names[i].status;
             return ADIL_OK;
         }
@@ -223,8 +208,7 @@ static adil_status read_status_name(const validator *v, const char *where, const
 }
 
 static adil_status read_not_ready(const validator *v, size_t index, const stub_json *fault,
-                                  bool *have_not_ready, stub_script *out)
-{
+                                  bool *have_not_ready, stub_script *out) {
     char where[32], field[96];
     snprintf(where, sizeof where, "faults[%zu]", index);
     if (fault->n_members != 1)
@@ -243,8 +227,7 @@ static adil_status read_not_ready(const validator *v, size_t index, const stub_j
 }
 
 static adil_status read_call_fault(const validator *v, size_t index, const stub_json *fault,
-                                   const stub_script *script, stub_fault *out)
-{
+                                   const stub_script *script, stub_fault *out) {
     char where[32], field[96];
     snprintf(where, sizeof where, "faults[%zu]", index);
     const stub_json *on_call = stub_json_get(fault, "on_call");
@@ -254,12 +237,12 @@ static adil_status read_call_fault(const validator *v, size_t index, const stub_
         return missing_key(v, where, fault, "on_call", "the 1-based call the fault applies to");
     snprintf(field, sizeof field, "faults[%zu].on_call", index);
     adil_status st = read_uint(v, field, on_call, 1, UINT32_MAX, &out->on_call);
-    if (st != ADIL_OK)
-        return st;
+    if (st != ADIL_OK) return st;
     if (stub_script_fault(script, out->on_call) != NULL)
-        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
-                         "%s: %s: expected at most one fault per call, got a second for call %u at offset %zu",
-                         v->what, field, out->on_call, on_call->start);
+        return adil_fail(
+            ADIL_STATUS_MODEL_FORMAT,
+            "%s: %s: expected at most one fault per call, got a second for call %u at offset %zu", v->what,
+            field, out->on_call, on_call->start);
     if ((status == NULL) == (late == NULL))
         return adil_fail(ADIL_STATUS_MODEL_FORMAT,
                          "%s: %s: expected exactly one of \"status\" and \"late_answer\", got %s in the "
@@ -270,20 +253,16 @@ static adil_status read_call_fault(const validator *v, size_t index, const stub_
         return read_status_name(v, field, status, &out->status);
     }
     snprintf(field, sizeof field, "faults[%zu].late_answer", index);
-    if (late->kind != STUB_JSON_BOOL || !late->boolean)
-        return bad_value(v, field, late, "true");
+    if (late->kind != STUB_JSON_BOOL || !late->boolean) return bad_value(v, field, late, "true");
     out->late_answer = true;
     out->status = ADIL_OK;
     return ADIL_OK;
 }
 
-static adil_status read_faults(const validator *v, const stub_json *faults, stub_script *out)
-{
+static adil_status read_faults(const validator *v, const stub_json *faults, stub_script *out) {
     static const char *const keys[] = {"on_call", "status", "late_answer", "not_ready_ms"};
-    if (faults->kind != STUB_JSON_ARRAY)
-        return bad_value(v, "faults", faults, "an array of faults");
-    if (faults->n_items == 0)
-        return ADIL_OK;
+    if (faults->kind != STUB_JSON_ARRAY) return bad_value(v, "faults", faults, "an array of faults");
+    if (faults->n_items == 0) return ADIL_OK;
     out->faults = calloc(faults->n_items, sizeof *out->faults);
     if (out->faults == NULL)
         return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "%s: could not allocate %zu faults", v->what,
@@ -296,82 +275,66 @@ static adil_status read_faults(const validator *v, const stub_json *faults, stub
         if (fault->kind != STUB_JSON_OBJECT)
             return bad_value(v, where, fault, "an object {\"on_call\": N, \"status\": ...}");
         adil_status st = check_keys(v, where, fault, keys, 4, "on_call, status, late_answer, not_ready_ms");
-        if (st != ADIL_OK)
-            return st;
+        if (st != ADIL_OK) return st;
         if (stub_json_get(fault, "not_ready_ms") != NULL) {
             st = read_not_ready(v, i, fault, &have_not_ready, out);
         } else {
             st = read_call_fault(v, i, fault, out, &out->faults[out->n_faults]);
-            if (st == ADIL_OK)
-                out->n_faults++;
+            if (st == ADIL_OK) out->n_faults++;
         }
-        if (st != ADIL_OK)
-            return st;
+        if (st != ADIL_OK) return st;
     }
     return ADIL_OK;
 }
 
 /* ---- the whole script -------------------------------------------------- */
 
-static adil_status read_script(const validator *v, const stub_json *root, stub_script *out)
-{
+static adil_status read_script(const validator *v, const stub_json *root, stub_script *out) {
     static const char *const keys[] = {"turns", "token_delay_ms", "context_length", "faults"};
     if (root->kind != STUB_JSON_OBJECT)
         return bad_value(v, "top level", root, "an object {\"turns\": [...], ...}");
-    adil_status st = check_keys(v, "top level", root, keys, 4,
-                                "turns, token_delay_ms, context_length, faults");
-    if (st != ADIL_OK)
-        return st;
+    adil_status st =
+        check_keys(v, "top level", root, keys, 4, "turns, token_delay_ms, context_length, faults");
+    if (st != ADIL_OK) return st;
     const stub_json *turns = stub_json_get(root, "turns");
     const stub_json *delay = stub_json_get(root, "token_delay_ms");
     const stub_json *context = stub_json_get(root, "context_length");
     const stub_json *faults = stub_json_get(root, "faults");
-    if (turns == NULL)
-        return missing_key(v, "top level", root, "turns", "an array of turns");
-    if ((st = read_turns(v, turns, out)) != ADIL_OK)
+    if (turns == NULL) return missing_key(v, "top level", root, "turns", "an array of turns");
+    if ((st = read_turns(v, turns, out)) != ADIL_OK) return st;
+    if (delay != NULL && (st = read_uint(v, "token_delay_ms", delay, 0, STUB_MAX_TOKEN_DELAY_MS,
+                                         &out->token_delay_ms)) != ADIL_OK)
         return st;
-    if (delay != NULL &&
-        (st = read_uint(v, "token_delay_ms", delay, 0, STUB_MAX_TOKEN_DELAY_MS, &out->token_delay_ms)) != ADIL_OK)
+    if (context != NULL && (st = read_uint(v, "context_length", context, 1, STUB_MAX_CONTEXT_LENGTH,
+                                           &out->context_length)) != ADIL_OK)
         return st;
-    if (context != NULL &&
-        (st = read_uint(v, "context_length", context, 1, STUB_MAX_CONTEXT_LENGTH, &out->context_length)) != ADIL_OK)
-        return st;
-    if (faults != NULL && (st = read_faults(v, faults, out)) != ADIL_OK)
-        return st;
+    if (faults != NULL && (st = read_faults(v, faults, out)) != ADIL_OK) return st;
     return ADIL_OK;
 }
 
-adil_status stub_script_parse(const char *src, size_t len, const char *what, stub_script *out)
-{
+adil_status stub_script_parse(const char *src, size_t len, const char *what, stub_script *out) {
     memset(out, 0, sizeof *out);
     out->context_length = STUB_DEFAULT_CONTEXT_LENGTH;
     stub_json root;
     adil_status st = stub_json_parse(src, len, ADIL_STATUS_MODEL_FORMAT, what, &root);
-    if (st != ADIL_OK)
-        return st;
+    if (st != ADIL_OK) return st;
     validator v = {src, what};
     st = read_script(&v, &root, out);
     stub_json_free(&root);
-    if (st != ADIL_OK)
-        stub_script_free(out);
+    if (st != ADIL_OK) stub_script_free(out);
     return st;
 }
 
-void stub_script_free(stub_script *script)
-{
-    if (script == NULL)
-        return;
-    for (size_t i = 0; i < script->n_turns; i++)
-        free(script->turns[i].bytes);
+void stub_script_free(stub_script *script) {
+    if (script == NULL) return;
+    for (size_t i = 0; i < script->n_turns; i++) free(script->turns[i].bytes);
     free(script->turns);
     free(script->faults);
     memset(script, 0, sizeof *script);
 }
 
-const stub_fault *stub_script_fault(const stub_script *script, uint32_t call)
-{
+const stub_fault *stub_script_fault(const stub_script *script, uint32_t call) {
     for (size_t i = 0; i < script->n_faults; i++)
-        if (script->faults[i].on_call == call)
-            return &script->faults[i];
+        if (script->faults[i].on_call == call) return &script->faults[i];
     return NULL;
 }

@@ -35,30 +35,30 @@
 
 #include "adil_common.h"
 
-#define STUB_MAX_SCRIPT_BYTES (16u << 20)
-#define STUB_MAX_TOKEN_DELAY_MS 60000u
-#define STUB_MAX_NOT_READY_MS 3600000u
-#define STUB_MAX_CONTEXT_LENGTH (16u << 20)
+#define STUB_MAX_SCRIPT_BYTES       (16u << 20)
+#define STUB_MAX_TOKEN_DELAY_MS     60000u
+#define STUB_MAX_NOT_READY_MS       3600000u
+#define STUB_MAX_CONTEXT_LENGTH     (16u << 20)
 #define STUB_DEFAULT_CONTEXT_LENGTH 4096u
 
 typedef struct stub_turn {
-    unsigned char *bytes;     /* the output bytes of the turn (each one token) */
+    unsigned char *bytes; /* the output bytes of the turn (each one token) */
     size_t len;
 } stub_turn;
 
 typedef struct stub_fault {
-    uint32_t on_call;         /* 1-based call number */
-    adil_status status;       /* the status the call fails with; ADIL_OK for late_answer */
-    bool late_answer;         /* the run acknowledges a cancel but still answers */
+    uint32_t on_call;   /* 1-based call number */
+    adil_status status; /* the status the call fails with; ADIL_OK for late_answer */
+    bool late_answer;   /* the run acknowledges a cancel but still answers */
 } stub_fault;
 
 typedef struct stub_script {
     stub_turn *turns;
     size_t n_turns;
-    stub_fault *faults;       /* the on_call faults */
+    stub_fault *faults; /* the on_call faults */
     size_t n_faults;
     uint32_t token_delay_ms;
-    uint32_t not_ready_ms;    /* 0 = ready at once */
+    uint32_t not_ready_ms; /* 0 = ready at once */
     uint32_t context_length;
 } stub_script;
 

@@ -13,13 +13,11 @@
 #include <unistd.h>
 
 /* `what` ("stub script '<path>'") starts the messages that do not name the path. */
-static adil_status read_whole_file(const char *path, const char *what, char **data, size_t *len)
-{
+static adil_status read_whole_file(const char *path, const char *what, char **data, size_t *len) {
     int fd = -1;
     adil_file_id id;
     adil_status st = adil_open_regular_file(path, "stub script", &fd, &id);
-    if (st != ADIL_OK)
-        return st;
+    if (st != ADIL_OK) return st;
     if (id.size > STUB_MAX_SCRIPT_BYTES) {
         close(fd);
         return adil_fail(ADIL_STATUS_MODEL_FORMAT, "%s: expected at most %u bytes, got %llu", what,
@@ -43,16 +41,14 @@ static adil_status read_whole_file(const char *path, const char *what, char **da
     return ADIL_OK;
 }
 
-adil_status stub_script_load(const char *path, stub_script *out)
-{
+adil_status stub_script_load(const char *path, stub_script *out) {
     memset(out, 0, sizeof *out);
     char what[512];
     snprintf(what, sizeof what, "stub script '%s'", path);
     char *data = NULL;
     size_t len = 0;
     adil_status st = read_whole_file(path, what, &data, &len);
-    if (st != ADIL_OK)
-        return st;
+    if (st != ADIL_OK) return st;
     st = stub_script_parse(data, len, what, out);
     free(data);
     return st;

@@ -14,12 +14,10 @@
 
 /* Why the run must stop now (ADIL_STOP_NONE: go on).  `wait_start` is when
  * the wait for the next token began (the read deadline counts from it). */
-static uint32_t interruption(adil_run *run, double wait_start)
-{
+static uint32_t interruption(adil_run *run, double wait_start) {
     if (stub_run_is_cancelled(run)) {
         run->stats.cancel_acknowledged = 1;
-        if (!run->late_answer)
-            return ADIL_STOP_CANCELLED;
+        if (!run->late_answer) return ADIL_STOP_CANCELLED;
     }
     double now = adil_now_ms();
     if (run->total_timeout_ms > 0 && now - run->start_ms >= (double)run->total_timeout_ms)
@@ -30,54 +28,43 @@ static uint32_t interruption(adil_run *run, double wait_start)
 }
 
 /* Waits token_delay_ms from wait_start, in slices, watching for interruptions. */
-static uint32_t pace(adil_run *run, double wait_start)
-{
+static uint32_t pace(adil_run *run, double wait_start) {
     double due = wait_start + (double)run->token_delay_ms;
     for (;;) {
         uint32_t stop = interruption(run, wait_start);
-        if (stop != ADIL_STOP_NONE)
-            return stop;
+        if (stop != ADIL_STOP_NONE) return stop;
         double left = due - adil_now_ms();
-        if (left <= 0.0)
-            return ADIL_STOP_NONE;
+        if (left <= 0.0) return ADIL_STOP_NONE;
         adil_sleep_slice_ms(left);
     }
 }
 
-static bool is_stop_token(const adil_run *run, int32_t token)
-{
+static bool is_stop_token(const adil_run *run, int32_t token) {
     for (size_t i = 0; i < run->n_stop_tokens; i++)
-        if (run->stop_tokens[i] == token)
-            return true;
+        if (run->stop_tokens[i] == token) return true;
     return false;
 }
 
 /* The next scripted token: the turn's bytes, then EOS forever. */
-static int32_t next_token(adil_run *run)
-{
-    if (run->output_pos < run->output_len)
-        return run->output[run->output_pos++];
+static int32_t next_token(adil_run *run) {
+    if (run->output_pos < run->output_len) return run->output[run->output_pos++];
     return STUB_TOKEN_EOS;
 }
 
 /* Produces tokens until the step is full or over budget, or the run stops;
  * returns the stop reason (ADIL_STOP_NONE when the run goes on). */
-static uint32_t produce(adil_run *run, int32_t *tokens, size_t capacity, size_t *n)
-{
+static uint32_t produce(adil_run *run, int32_t *tokens, size_t capacity, size_t *n) {
     double step_start = adil_now_ms();
     double wait_start = step_start;
     while (*n < capacity) {
-        if (*n > 0 && adil_now_ms() - step_start >= (double)run->step_budget_ms)
-            return ADIL_STOP_NONE;
-        if (run->stats.n_generated >= run->max_tokens)
-            return ADIL_STOP_MAX_TOKENS;
+        if (*n > 0 && adil_now_ms() - step_start >= (double)run->step_budget_ms) return ADIL_STOP_NONE;
+        if (run->stats.n_generated >= run->max_tokens) return ADIL_STOP_MAX_TOKENS;
         /* An answer with no turn left stops at once: nothing to pace. */
         uint32_t stop = run->output != NULL ? pace(run, wait_start) : interruption(run, wait_start);
-        if (stop != ADIL_STOP_NONE)
-            return stop;
+        if (stop != ADIL_STOP_NONE) return stop;
         int32_t token = next_token(run);
         if (token == STUB_TOKEN_EOS || is_stop_token(run, token))
-            return ADIL_STOP_END_OF_TEXT;   /* the stop token itself is not output */
+            return ADIL_STOP_END_OF_TEXT; /* the stop token itself is not output */
         tokens[(*n)++] = token;
         run->stats.n_generated++;
         wait_start = adil_now_ms();
@@ -85,8 +72,7 @@ static uint32_t produce(adil_run *run, int32_t *tokens, size_t capacity, size_t 
     return ADIL_STOP_NONE;
 }
 
-static adil_status status_of_stop(const adil_run *run, uint32_t reason)
-{
+static adil_status status_of_stop(const adil_run *run, uint32_t reason) {
     double elapsed = adil_now_ms() - run->start_ms;
     switch (reason) {
     case ADIL_STOP_CANCELLED:
@@ -107,14 +93,13 @@ static adil_status status_of_stop(const adil_run *run, uint32_t reason)
     }
 }
 
-ADIL_API adil_status adil_run_step(adil_run *run, int32_t *tokens, size_t capacity, size_t *n_tokens)
-{
-    if (n_tokens != NULL)
-        *n_tokens = 0;
+ADIL_API adil_status adil_run_step(adil_run *run, int32_t *tokens, size_t capacity, size_t *n_tokens) {
+    if (n_tokens != NULL) *n_tokens = 0;
     if (run == NULL || n_tokens == NULL || tokens == NULL || capacity == 0)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "adil_run_step: expected a run, a token buffer with capacity > 0 and n_tokens, "
-                         "got NULL or capacity %zu", capacity);
+                         "got NULL or capacity %zu",
+                         capacity);
     if (run->stopped) {
         adil_clear_error();
         return ADIL_OK;

@@ -47,11 +47,9 @@ typedef enum adil_stop_reason {
 
 typedef int (*adil_cancelled_fn)(void *token);
 
-typedef adil_status (*adil_native_tool_fn)(void *user_data,
-                                           const char *arguments_json, size_t arguments_len,
-                                           adil_cancelled_fn cancelled, void *cancel_token,
-                                           char *result, size_t result_capacity,
-                                           size_t *result_len);
+typedef adil_status (*adil_native_tool_fn)(void *user_data, const char *arguments_json, size_t arguments_len,
+                                           adil_cancelled_fn cancelled, void *cancel_token, char *result,
+                                           size_t result_capacity, size_t *result_len);
 
 typedef struct adil_component_info {
     uint32_t struct_size;
@@ -97,8 +95,7 @@ typedef struct adil_engine_params {
 
 void adil_engine_default_params(adil_engine_params *out);
 
-adil_status adil_engine_open(const adil_host_info *host,
-                                      const adil_engine_params *params,
+adil_status adil_engine_open(const adil_host_info *host, const adil_engine_params *params,
                                       adil_engine **out);
 
 void adil_engine_close(adil_engine *engine);
@@ -127,8 +124,8 @@ typedef struct adil_model_info {
     uint32_t n_threads;
 } adil_model_info;
 
-adil_status adil_model_load(adil_engine *engine, const char *path,
-                                     const adil_model_params *params, adil_model **out);
+adil_status adil_model_load(adil_engine *engine, const char *path, const adil_model_params *params,
+                                     adil_model **out);
 
 void adil_model_free(adil_model *model);
 
@@ -137,14 +134,14 @@ adil_status adil_model_get_info(const adil_model *model, adil_model_info *out);
 adil_status adil_model_ready(const adil_model *model);
 
 adil_status adil_tokenize(const adil_model *model, const char *text, size_t text_len,
-                                   int32_t add_bos, int32_t parse_special,
-                                   int32_t *tokens, size_t capacity, size_t *n_tokens);
+                                   int32_t add_bos, int32_t parse_special, int32_t *tokens, size_t capacity,
+                                   size_t *n_tokens);
 
-adil_status adil_token_to_piece(const adil_model *model, int32_t token, int32_t special,
-                                         char *buf, size_t capacity, size_t *n_bytes);
+adil_status adil_token_to_piece(const adil_model *model, int32_t token, int32_t special, char *buf,
+                                         size_t capacity, size_t *n_bytes);
 
-adil_status adil_grammar_compile(const adil_model *model, const char *schema_json,
-                                          size_t schema_len, adil_grammar **out);
+adil_status adil_grammar_compile(const adil_model *model, const char *schema_json, size_t schema_len,
+                                          adil_grammar **out);
 
 void adil_grammar_free(adil_grammar *grammar);
 

@@ -28,35 +28,32 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define REQUIRE(cond)                                                                   \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
+#define REQUIRE(cond)                                                                    \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
             fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                    \
-        }                                                                               \
+            abort();                                                                     \
+        }                                                                                \
     } while (0)
 
 /* Bytes read are summed here, so that no read is optimised away. */
 static volatile uint64_t g_sink;
 static bool g_verbose;
 
-static void note(const char *stage, adil_status st)
-{
+static void note(const char *stage, adil_status st) {
     if (g_verbose) {
-        fprintf(stderr, "fuzz_gguf: %s: %s%s%s\n", stage, adil_status_string(st),
-                st == ADIL_OK ? "" : ": ", st == ADIL_OK ? "" : adil_last_error());
+        fprintf(stderr, "fuzz_gguf: %s: %s%s%s\n", stage, adil_status_string(st), st == ADIL_OK ? "" : ": ",
+                st == ADIL_OK ? "" : adil_last_error());
     }
 }
 
-static void require_format_error(adil_status st)
-{
+static void require_format_error(adil_status st) {
     REQUIRE(st == ADIL_STATUS_MODEL_FORMAT || st == ADIL_STATUS_CAPABILITY ||
             st == ADIL_STATUS_OUT_OF_MEMORY);
     REQUIRE(adil_last_error()[0] != '\0');
 }
 
-static void touch(const void *p, uint64_t n)
-{
+static void touch(const void *p, uint64_t n) {
     const uint8_t *b = p;
     uint64_t sum = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -67,8 +64,7 @@ static void touch(const void *p, uint64_t n)
 
 /* ---- 1. metadata and tensors ----------------------------------------------- */
 
-static void walk_array(const gguf_array *a)
-{
+static void walk_array(const gguf_array *a) {
     for (uint64_t j = 0; j < a->count; j++) {
         if (a->type == GGUF_TYPE_STRING) {
             gguf_str s = gguf_array_str(a, j);
@@ -84,8 +80,7 @@ static void walk_array(const gguf_array *a)
 }
 
 /* Every getter on one key; `type` says which must succeed. */
-static void walk_getters(const gguf_file *f, const char *key, uint32_t type)
-{
+static void walk_getters(const gguf_file *f, const char *key, uint32_t type) {
     union {
         uint32_t u32;
         uint64_t u64;
@@ -120,8 +115,7 @@ static void walk_getters(const gguf_file *f, const char *key, uint32_t type)
     }
 }
 
-static void walk_metadata(const gguf_file *f)
-{
+static void walk_metadata(const gguf_file *f) {
     uint64_t n = gguf_n_kv(f);
     char key[512];
     for (uint64_t i = 0; i < n; i++) {
@@ -140,8 +134,7 @@ static void walk_metadata(const gguf_file *f)
     REQUIRE(gguf_kv_key(f, n).len == 0 && gguf_kv_type(f, n) == GGUF_TYPE_COUNT);
 }
 
-static void walk_tensors(const gguf_file *f, const uint8_t *data, size_t size)
-{
+static void walk_tensors(const gguf_file *f, const uint8_t *data, size_t size) {
     uint64_t n = gguf_n_tensors(f);
     for (uint64_t i = 0; i < n; i++) {
         const gguf_tensor *t = gguf_tensor_at(f, i);
@@ -158,8 +151,7 @@ static void walk_tensors(const gguf_file *f, const uint8_t *data, size_t size)
 
 /* ---- 2. the tokenizer from metadata ---------------------------------------- */
 
-static void check_tokenizer(const gguf_file *f)
-{
+static void check_tokenizer(const gguf_file *f) {
     adil_tokenizer *tok = NULL;
     adil_status st = adil_tokenizer_from_gguf(f, &tok);
     note("adil_tokenizer_from_gguf", st);
@@ -181,8 +173,7 @@ static void check_tokenizer(const gguf_file *f)
     char piece[64];
     for (uint32_t id = 0; id < info.n_vocab; id++) {
         size_t len = 0;
-        REQUIRE(adil_tokenizer_token_to_piece(tok, (int32_t)id, 1, piece, sizeof piece, &len) ==
-                ADIL_OK);
+        REQUIRE(adil_tokenizer_token_to_piece(tok, (int32_t)id, 1, piece, sizeof piece, &len) == ADIL_OK);
         g_sink += len + adil_tokenizer_is_eog(tok, (int32_t)id);
     }
     adil_tokenizer_free(tok);
@@ -194,8 +185,7 @@ static adil_engine *g_engine;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     const char *verbose = getenv("ADIL_FUZZ_VERBOSE");
@@ -212,8 +202,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 /* Two tokens through a small context: the forward pass on the file's shapes. */
-static void run_model(adil_model *model)
-{
+static void run_model(adil_model *model) {
     adil_model_info info = {.struct_size = sizeof info};
     REQUIRE(adil_model_get_info(model, &info) == ADIL_OK);
     REQUIRE(info.n_vocab >= 1);
@@ -240,8 +229,7 @@ static void run_model(adil_model *model)
     adil_context_free(ctx);
 }
 
-static void check_model_load(const uint8_t *data, size_t size)
-{
+static void check_model_load(const uint8_t *data, size_t size) {
     int fd = memfd_create("fuzz_gguf", MFD_CLOEXEC);
     REQUIRE(fd >= 0);
     REQUIRE(write(fd, data, size) == (ssize_t)size);
@@ -266,8 +254,7 @@ static void check_model_load(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gguf_file *f = NULL;
     adil_status st = gguf_open_memory(data, size, &f);
     note("gguf_open_memory", st);

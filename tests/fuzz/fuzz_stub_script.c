@@ -22,33 +22,29 @@
 #include <string.h>
 
 /* A broken invariant is a crash libFuzzer reports with the input. */
-#define REQUIRE(cond)                                                                   \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
+#define REQUIRE(cond)                                                                    \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
             fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                    \
-        }                                                                               \
+            abort();                                                                     \
+        }                                                                                \
     } while (0)
 
-static void require_failure(adil_status st)
-{
+static void require_failure(adil_status st) {
     REQUIRE(st == ADIL_STATUS_MODEL_FORMAT || st == ADIL_STATUS_OUT_OF_MEMORY);
     REQUIRE(adil_last_error()[0] != '\0');
 }
 
 /* ---- 1. the JSON tree --------------------------------------------------- */
 
-static void check_value(const char *src, size_t len, const stub_json *v, size_t lo, size_t hi,
-                        int depth);
+static void check_value(const char *src, size_t len, const stub_json *v, size_t lo, size_t hi, int depth);
 
 /* The value's own bytes parse again, to the same kind. */
-static void check_reparse(const char *src, const stub_json *v)
-{
+static void check_reparse(const char *src, const stub_json *v) {
     stub_json again;
-    adil_status st = stub_json_parse(src + v->start, v->end - v->start, ADIL_STATUS_MODEL_FORMAT,
-                                     "fuzz", &again);
-    if (st == ADIL_STATUS_OUT_OF_MEMORY)
-        return;
+    adil_status st =
+        stub_json_parse(src + v->start, v->end - v->start, ADIL_STATUS_MODEL_FORMAT, "fuzz", &again);
+    if (st == ADIL_STATUS_OUT_OF_MEMORY) return;
     REQUIRE(st == ADIL_OK);
     REQUIRE(again.kind == v->kind);
     REQUIRE(again.end - again.start == v->end - v->start);
@@ -59,10 +55,8 @@ static void check_reparse(const char *src, const stub_json *v)
     stub_json_free(&again);
 }
 
-static void check_children(const char *src, size_t len, const stub_json *v, int depth)
-{
-    for (size_t i = 0; i < v->n_items; i++)
-        check_value(src, len, &v->items[i], v->start, v->end, depth + 1);
+static void check_children(const char *src, size_t len, const stub_json *v, int depth) {
+    for (size_t i = 0; i < v->n_items; i++) check_value(src, len, &v->items[i], v->start, v->end, depth + 1);
     for (size_t i = 0; i < v->n_members; i++) {
         const stub_json_member *m = &v->members[i];
         REQUIRE(m->key != NULL && m->key[m->key_len] == '\0');
@@ -79,24 +73,19 @@ static void check_children(const char *src, size_t len, const stub_json *v, int 
     }
 }
 
-static void check_value(const char *src, size_t len, const stub_json *v, size_t lo, size_t hi,
-                        int depth)
-{
+static void check_value(const char *src, size_t len, const stub_json *v, size_t lo, size_t hi, int depth) {
     REQUIRE(depth < STUB_JSON_MAX_DEPTH);
     REQUIRE(v->start < v->end && v->start >= lo && v->end <= hi && v->end <= len);
     REQUIRE(strcmp(stub_json_kind_name(v->kind), "unknown") != 0);
-    if (v->kind == STUB_JSON_STRING)
-        REQUIRE(v->str != NULL && v->str[v->str_len] == '\0');
+    if (v->kind == STUB_JSON_STRING) REQUIRE(v->str != NULL && v->str[v->str_len] == '\0');
     REQUIRE(v->kind == STUB_JSON_ARRAY || v->n_items == 0);
     REQUIRE(v->kind == STUB_JSON_OBJECT || v->n_members == 0);
     check_children(src, len, v, depth);
     /* Reparse only near the top: deeper values are inside these already. */
-    if (depth <= 2)
-        check_reparse(src, v);
+    if (depth <= 2) check_reparse(src, v);
 }
 
-static bool check_json(const char *src, size_t len)
-{
+static bool check_json(const char *src, size_t len) {
     stub_json root;
     adil_status st = stub_json_parse(src, len, ADIL_STATUS_MODEL_FORMAT, "fuzz", &root);
     if (st != ADIL_OK) {
@@ -111,8 +100,7 @@ static bool check_json(const char *src, size_t len)
 
 /* ---- 2. the script ------------------------------------------------------ */
 
-static void check_script(const char *src, size_t len, bool json_ok)
-{
+static void check_script(const char *src, size_t len, bool json_ok) {
     stub_script s;
     adil_status st = stub_script_parse(src, len, "fuzz", &s);
     if (st != ADIL_OK) {
@@ -126,8 +114,7 @@ static void check_script(const char *src, size_t len, bool json_ok)
     size_t total = 0;
     for (size_t i = 0; i < s.n_turns; i++) {
         REQUIRE(s.turns[i].len == 0 || s.turns[i].bytes != NULL);
-        for (size_t k = 0; k < s.turns[i].len; k++)
-            total += s.turns[i].bytes[k];
+        for (size_t k = 0; k < s.turns[i].len; k++) total += s.turns[i].bytes[k];
     }
     for (size_t i = 0; i < s.n_faults; i++) {
         const stub_fault *f = &s.faults[i];
@@ -143,8 +130,7 @@ static void check_script(const char *src, size_t len, bool json_ok)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *src = (const char *)data;
     bool json_ok = check_json(src, size);
     check_script(src, size, json_ok);

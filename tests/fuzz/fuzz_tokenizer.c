@@ -34,12 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REQUIRE(cond)                                                                   \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
+#define REQUIRE(cond)                                                                    \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
             fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                    \
-        }                                                                               \
+            abort();                                                                     \
+        }                                                                                \
     } while (0)
 
 /* ---- a vocabulary builder ------------------------------------------------ */
@@ -57,12 +57,11 @@ typedef struct vocab {
     const char *merge[MAX_MERGES];
     uint32_t merge_len[MAX_MERGES];
     uint32_t n_merges;
-    char pool[POOL_BYTES];         /* storage of generated strings */
+    char pool[POOL_BYTES]; /* storage of generated strings */
     size_t pool_used;
 } vocab;
 
-static const char *store(vocab *v, const char *s, size_t len)
-{
+static const char *store(vocab *v, const char *s, size_t len) {
     REQUIRE(v->pool_used + len <= POOL_BYTES);
     char *p = v->pool + v->pool_used;
     memcpy(p, s, len);
@@ -70,8 +69,7 @@ static const char *store(vocab *v, const char *s, size_t len)
     return p;
 }
 
-static int32_t find(const vocab *v, const char *s, size_t len)
-{
+static int32_t find(const vocab *v, const char *s, size_t len) {
     for (uint32_t i = 0; i < v->n; i++) {
         if (v->len[i] == len && memcmp(v->text[i], s, len) == 0) {
             return (int32_t)i;
@@ -81,8 +79,7 @@ static int32_t find(const vocab *v, const char *s, size_t len)
 }
 
 /* Adds a token (unless the text is already one); returns its id. */
-static int32_t add(vocab *v, const char *s, size_t len, float score, int32_t type)
-{
+static int32_t add(vocab *v, const char *s, size_t len, float score, int32_t type) {
     int32_t id = find(v, s, len);
     if (id >= 0) {
         return id;
@@ -95,18 +92,31 @@ static int32_t add(vocab *v, const char *s, size_t len, float score, int32_t typ
     return (int32_t)v->n++;
 }
 
-static int32_t add_str(vocab *v, const char *s, int32_t type)
-{
-    return add(v, s, strlen(s), 0.0f, type);
-}
+static int32_t add_str(vocab *v, const char *s, int32_t type) { return add(v, s, strlen(s), 0.0f, type); }
 
 /* ---- SentencePiece vocabulary ---------------------------------------------- */
 
 static const char *const k_words[] = {
-    "the", "of", "and", "to", "in", "is", "hello", "world", "Paris", "model", "user",
-    "function", "return", "don't", "2024", "caf\xc3\xa9", "na\xc3\xafve", "\303\274ber",
-    "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",       /* 日本語 */
-    "\xf0\x9f\x98\x80",                           /* 😀 */
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "hello",
+    "world",
+    "Paris",
+    "model",
+    "user",
+    "function",
+    "return",
+    "don't",
+    "2024",
+    "caf\xc3\xa9",
+    "na\xc3\xafve",
+    "\303\274ber",
+    "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",             /* 日本語 */
+    "\xf0\x9f\x98\x80",                                 /* 😀 */
     "\xd0\xbf\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82", /* привет */
 };
 
@@ -114,8 +124,7 @@ static const char *const k_words[] = {
 
 /* Scored pieces: each word's prefixes, with and without "▁" in front;
  * longer pieces score higher, so merges prefer them. */
-static void spm_pieces(vocab *v)
-{
+static void spm_pieces(vocab *v) {
     char buf[64];
     add(v, SPACE_MARK, 3, 1.0f, ADIL_TOKEN_TYPE_NORMAL);
     for (int c = 0x21; c < 0x7f; c++) {
@@ -136,8 +145,7 @@ static void spm_pieces(vocab *v)
     }
 }
 
-static void build_spm(vocab *v, adil_tokenizer_desc *d)
-{
+static void build_spm(vocab *v, adil_tokenizer_desc *d) {
     static const char *const controls[] = {"<pad>", "<eos>", "<bos>"};
     for (size_t i = 0; i < 3; i++) {
         add_str(v, controls[i], ADIL_TOKEN_TYPE_CONTROL);
@@ -166,8 +174,7 @@ static void build_spm(vocab *v, adil_tokenizer_desc *d)
 /* ---- byte-level BPE vocabulary ------------------------------------------- */
 
 /* GPT-2's printable code point of byte b (as bpe.c maps it), UTF-8 encoded. */
-static size_t gpt2_char(unsigned b, char out[4])
-{
+static size_t gpt2_char(unsigned b, char out[4]) {
     unsigned next = 0x100;
     for (unsigned c = 0; c < b; c++) {
         bool printable = (c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || c >= 0xAE;
@@ -178,8 +185,7 @@ static size_t gpt2_char(unsigned b, char out[4])
 }
 
 /* Merges that spell `word` left to right, each result a token. */
-static void bpe_spell(vocab *v, const char *word)
-{
+static void bpe_spell(vocab *v, const char *word) {
     char left[128], merge[160];
     size_t n_left = gpt2_char((uint8_t)word[0], left);
     for (size_t i = 1; word[i]; i++) {
@@ -204,8 +210,7 @@ static void bpe_spell(vocab *v, const char *word)
     }
 }
 
-static void build_bpe(vocab *v, adil_tokenizer_desc *d)
-{
+static void build_bpe(vocab *v, adil_tokenizer_desc *d) {
     for (unsigned b = 0; b < 256; b++) {
         char c[4];
         add(v, c, gpt2_char(b, c), 0.0f, ADIL_TOKEN_TYPE_NORMAL);
@@ -239,8 +244,7 @@ static vocab g_vocab[2];
 static adil_tokenizer *g_tok[N_TOKENIZERS];
 
 static adil_tokenizer *make(vocab *v, adil_tokenizer_desc d, const char *pre, int32_t space_prefix,
-                            int32_t add_eos)
-{
+                            int32_t add_eos) {
     d.pre = pre;
     d.n_vocab = v->n;
     d.tokens = v->text;
@@ -259,8 +263,7 @@ static adil_tokenizer *make(vocab *v, adil_tokenizer_desc d, const char *pre, in
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     adil_tokenizer_desc spm, bpe;
@@ -282,8 +285,7 @@ typedef struct bytes {
     size_t n, cap;
 } bytes;
 
-static void append(bytes *b, const char *s, size_t n)
-{
+static void append(bytes *b, const char *s, size_t n) {
     if (b->n + n + 1 > b->cap) {
         b->cap = (b->n + n + 1) * 2;
         b->data = realloc(b->data, b->cap);
@@ -297,8 +299,7 @@ static void append(bytes *b, const char *s, size_t n)
 
 /* Tokenizes with the documented buffer protocol; returns the ids (malloc). */
 static int32_t *tokenize(const adil_tokenizer *tok, const char *text, size_t len, int32_t add_bos,
-                         int32_t special, size_t *n)
-{
+                         int32_t special, size_t *n) {
     REQUIRE(adil_tokenizer_tokenize(tok, text, len, add_bos, special, NULL, 0, n) == ADIL_OK);
     int32_t *ids = malloc((*n ? *n : 1) * sizeof *ids);
     REQUIRE(ids != NULL);
@@ -317,8 +318,7 @@ static int32_t *tokenize(const adil_tokenizer *tok, const char *text, size_t len
 }
 
 /* The piece of `id`, appended to `out`. */
-static void piece(const adil_tokenizer *tok, int32_t id, bytes *out)
-{
+static void piece(const adil_tokenizer *tok, int32_t id, bytes *out) {
     size_t need = 0, got = 0;
     REQUIRE(adil_tokenizer_token_to_piece(tok, id, 1, NULL, 0, &need) == ADIL_OK);
     char small[4];
@@ -332,8 +332,7 @@ static void piece(const adil_tokenizer *tok, int32_t id, bytes *out)
 }
 
 /* SentencePiece's escape undone: every "▁" written as a space. */
-static bytes unescape(const char *s, size_t len)
-{
+static bytes unescape(const char *s, size_t len) {
     bytes out = {0};
     append(&out, "", 0);
     for (size_t pos = 0; pos < len;) {
@@ -345,8 +344,7 @@ static bytes unescape(const char *s, size_t len)
 }
 
 /* The text as the UTF-8 decoder reads it: invalid sequences become U+FFFD. */
-static bytes decoded(const char *s, size_t len)
-{
+static bytes decoded(const char *s, size_t len) {
     bytes out = {0};
     append(&out, "", 0);
     for (size_t pos = 0; pos < len;) {
@@ -357,8 +355,7 @@ static bytes decoded(const char *s, size_t len)
     return out;
 }
 
-static size_t drop_spaces(char *s, size_t n)
-{
+static size_t drop_spaces(char *s, size_t n) {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         if (s[i] != ' ') {
@@ -368,8 +365,7 @@ static size_t drop_spaces(char *s, size_t n)
     return k;
 }
 
-static void dump(const char *what, const char *s, size_t n)
-{
+static void dump(const char *what, const char *s, size_t n) {
     fprintf(stderr, "%s:", what);
     for (size_t i = 0; i < n; i++) {
         fprintf(stderr, " %02x", (uint8_t)s[i]);
@@ -383,8 +379,7 @@ static void dump(const char *what, const char *s, size_t n)
  * "▁" (as llama.cpp's do when an invalid UTF-8 lead byte swallows it);
  * with the space prefix, also up to spaces. */
 static void check_round_trip(const adil_tokenizer_info *info, const char *text, size_t len,
-                             const int32_t *ids, size_t n_ids, const bytes *spelled)
-{
+                             const int32_t *ids, size_t n_ids, const bytes *spelled) {
     bytes want = info->is_spm ? unescape(text, len) : decoded(text, len);
     bytes got = {0};
     if (info->is_spm) {
@@ -397,8 +392,7 @@ static void check_round_trip(const adil_tokenizer_info *info, const char *text, 
         got.n = drop_spaces(got.data, got.n);
     }
     if (got.n != want.n || memcmp(got.data, want.data, want.n) != 0) {
-        fprintf(stderr, "round trip: %zu bytes in, %zu expected, %zu spelled\nids:", len, want.n,
-                got.n);
+        fprintf(stderr, "round trip: %zu bytes in, %zu expected, %zu spelled\nids:", len, want.n, got.n);
         for (size_t i = 0; i < n_ids; i++) {
             fprintf(stderr, " %d", ids[i]);
         }
@@ -414,8 +408,7 @@ static void check_round_trip(const adil_tokenizer_info *info, const char *text, 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) {
         return 0;
     }

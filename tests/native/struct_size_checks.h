@@ -28,30 +28,24 @@
 /* ---- memory that ends at an unreadable page ----------------------------- */
 
 typedef struct guarded {
-    unsigned char *base;    /* two pages: read-write, then no access */
+    unsigned char *base; /* two pages: read-write, then no access */
     size_t page;
 } guarded;
 
-static inline bool guarded_init(guarded *g)
-{
+static inline bool guarded_init(guarded *g) {
     g->page = (size_t)sysconf(_SC_PAGESIZE);
     void *p = mmap(NULL, 2 * g->page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return false;
+    if (p == MAP_FAILED) return false;
     g->base = p;
     return mprotect(g->base + g->page, g->page, PROT_NONE) == 0;
 }
 
-static inline void guarded_free(guarded *g)
-{
-    munmap(g->base, 2 * g->page);
-}
+static inline void guarded_free(guarded *g) { munmap(g->base, 2 * g->page); }
 
 /* A copy of the first `size` bytes of `src` that ends where the unreadable
  * page starts, with struct_size set to `size`.  `size` must be a multiple of
  * the struct's alignment (true of every 2.0 params struct). */
-static inline void *guarded_copy(const guarded *g, const void *src, size_t size)
-{
+static inline void *guarded_copy(const guarded *g, const void *src, size_t size) {
     unsigned char *dst = g->base + g->page - size;
     memcpy(dst, src, size);
     const uint32_t struct_size = (uint32_t)size;
@@ -70,9 +64,8 @@ typedef struct params_forms {
     unsigned char larger[128] __attribute__((aligned(16)));
 } params_forms;
 
-static inline void params_forms_make(params_forms *f, const guarded *g, const void *defaults,
-                                     size_t size, size_t size_2_0)
-{
+static inline void params_forms_make(params_forms *f, const guarded *g, const void *defaults, size_t size,
+                                     size_t size_2_0) {
     if (size + 32 > sizeof f->larger) {
         fprintf(stderr, "params_forms: a struct of %zu bytes does not fit\n", size);
         abort(); /* a bug in the test itself */
@@ -87,8 +80,7 @@ static inline void params_forms_make(params_forms *f, const guarded *g, const vo
     memcpy(f->larger, &larger_size, sizeof larger_size);
 }
 
-static void check_engine_params(const stub_api *api, const guarded *g)
-{
+static void check_engine_params(const stub_api *api, const guarded *g) {
     adil_host_info host = {sizeof host, ADIL_HOST_MAJOR, 0, "adil-test", "0.0.0"};
     adil_engine_params defaults;
     api->engine_default_params(&defaults);
@@ -115,9 +107,7 @@ static void check_engine_params(const stub_api *api, const guarded *g)
     CHECK_ERROR_HAS(api, "struct_size expected at least");
 }
 
-static void check_model_params(const stub_api *api, const guarded *g, adil_engine *engine,
-                               const char *path)
-{
+static void check_model_params(const stub_api *api, const guarded *g, adil_engine *engine, const char *path) {
     adil_model_params defaults;
     api->model_default_params(&defaults);
     defaults.n_threads = 1;
@@ -135,8 +125,7 @@ static void check_model_params(const stub_api *api, const guarded *g, adil_engin
     }
 }
 
-static void check_context_params(const stub_api *api, const guarded *g, adil_model *model)
-{
+static void check_context_params(const stub_api *api, const guarded *g, adil_model *model) {
     adil_context_params defaults;
     api->context_default_params(&defaults);
     params_forms f;
@@ -156,12 +145,10 @@ static void check_context_params(const stub_api *api, const guarded *g, adil_mod
 static const int32_t check_prompt[] = {1, 2};
 
 /* Starts a run with `params`, steps it once and frees it. */
-static adil_status check_one_run(const stub_api *api, adil_context *ctx, const adil_run_params *params)
-{
+static adil_status check_one_run(const stub_api *api, adil_context *ctx, const adil_run_params *params) {
     adil_run *run = NULL;
     adil_status st = api->run_start(ctx, check_prompt, 2, params, &run);
-    if (st != ADIL_OK)
-        return st;
+    if (st != ADIL_OK) return st;
     int32_t tokens[4];
     size_t n = 0;
     CHECK_STATUS(api, api->run_step(run, tokens, 4, &n), ADIL_OK);
@@ -169,8 +156,7 @@ static adil_status check_one_run(const stub_api *api, adil_context *ctx, const a
     return ADIL_OK;
 }
 
-static void check_run_params(const stub_api *api, const guarded *g, adil_context *ctx)
-{
+static void check_run_params(const stub_api *api, const guarded *g, adil_context *ctx) {
     adil_run_params defaults;
     api->run_default_params(&defaults);
     defaults.max_tokens = 4;
@@ -205,8 +191,7 @@ typedef struct out_buffer {
 
 #define CHECK_CANARY 0xA5
 
-static inline void *out_prepare(out_buffer *b, size_t struct_size)
-{
+static inline void *out_prepare(out_buffer *b, size_t struct_size) {
     memset(b->bytes, CHECK_CANARY, sizeof b->bytes);
     const uint32_t size = (uint32_t)struct_size;
     memcpy(b->bytes, &size, sizeof size);
@@ -219,25 +204,21 @@ static inline void *out_prepare(out_buffer *b, size_t struct_size)
  * of [from, to): C leaves its value unspecified, and an engine copies its
  * own struct's. */
 static inline void out_check_fields(const out_buffer *b, size_t size, size_t written, const void *plain,
-                                    size_t from, size_t to)
-{
+                                    size_t from, size_t to) {
     uint32_t kept;
     memcpy(&kept, b->bytes, sizeof kept);
     CHECK(kept == size);
     CHECK(memcmp(b->bytes + from, (const unsigned char *)plain + from, to - from) == 0);
     size_t touched = 0;
-    for (size_t i = written; i < sizeof b->bytes; i++)
-        touched += b->bytes[i] != CHECK_CANARY;
+    for (size_t i = written; i < sizeof b->bytes; i++) touched += b->bytes[i] != CHECK_CANARY;
     CHECK(touched == 0);
 }
 
-static inline void out_check(const out_buffer *b, size_t size, size_t written, const void *plain)
-{
+static inline void out_check(const out_buffer *b, size_t size, size_t written, const void *plain) {
     out_check_fields(b, size, written, plain, sizeof(uint32_t), written);
 }
 
-static void check_model_info(const stub_api *api, const adil_model *model)
-{
+static void check_model_info(const stub_api *api, const adil_model *model) {
     adil_model_info plain = {.struct_size = sizeof plain};
     CHECK_STATUS(api, api->model_get_info(model, &plain), ADIL_OK);
     out_buffer b;
@@ -254,12 +235,10 @@ static void check_model_info(const stub_api *api, const adil_model *model)
     out_check_fields(&b, sizeof plain + 32, sizeof plain, &plain, first, ADIL_SIZE_2_0_MODEL_INFO);
 }
 
-static void check_run_stats(const stub_api *api, adil_context *ctx)
-{
+static void check_run_stats(const stub_api *api, adil_context *ctx) {
     adil_run *run = NULL;
     CHECK_STATUS(api, api->run_start(ctx, check_prompt, 2, NULL, &run), ADIL_OK);
-    if (run == NULL)
-        return;
+    if (run == NULL) return;
     int32_t tokens[4];
     size_t n = 0;
     CHECK_STATUS(api, api->run_step(run, tokens, 4, &n), ADIL_OK);
@@ -279,8 +258,7 @@ static void check_run_stats(const stub_api *api, adil_context *ctx)
 
 /* ---- all of it, on one engine and one model file -------------------------- */
 
-static inline void check_struct_sizes(const stub_api *api, const char *model_path)
-{
+static inline void check_struct_sizes(const stub_api *api, const char *model_path) {
     guarded g;
     if (!guarded_init(&g)) {
         fprintf(stderr, "cannot map a guard page\n");

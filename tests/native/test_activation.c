@@ -35,9 +35,7 @@ static double gelu_t(float xf) {
     return 2.0 * 0.7978845608028654 * (x + 0.044715 * x * x * x);
 }
 
-static double silu_t(float xf) {
-    return xf;
-}
+static double silu_t(float xf) { return xf; }
 
 /* Distance in units of the last place of the float nearest to `exact`. */
 static double ulps(float got, double exact) {
@@ -53,8 +51,8 @@ static float rnd(float lo, float hi) {
 }
 
 /* A sweep of n inputs: dense over [lo, hi], then random, then the given extras. */
-static float *inputs(float lo, float hi, int64_t n_dense, int64_t n_rand, const float *extra,
-                     int64_t n_extra, int64_t *n_out) {
+static float *inputs(float lo, float hi, int64_t n_dense, int64_t n_rand, const float *extra, int64_t n_extra,
+                     int64_t *n_out) {
     const int64_t n = n_dense + n_rand + n_extra;
     float *x = malloc((size_t)n * sizeof(float));
     for (int64_t i = 0; i < n_dense; i++) x[i] = lo + (hi - lo) * (float)i / (float)(n_dense - 1);
@@ -91,8 +89,8 @@ typedef double (*t_fn)(float);
 /* Every output within budget of the exact x / (1 + e^-t(x)). */
 static void check_glu(int level, const char *name, adil_glu_fn glu, t_fn t_of) {
     int64_t n;
-    const float extra[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-45f, 50.0f, -50.0f, 1e4f, -1e4f,
-                           1e19f, -1e19f, 3e38f, -3e38f};
+    const float extra[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-45f, 50.0f, -50.0f,
+                           1e4f, -1e4f, 1e19f,  -1e19f,  3e38f,  -3e38f};
     float *x = inputs(-30.0f, 30.0f, 1 << 20, 1 << 18, extra, 13, &n);
     float *g = malloc((size_t)n * sizeof(float));
     float *up = malloc((size_t)n * sizeof(float));
@@ -108,14 +106,14 @@ static void check_glu(int level, const char *name, adil_glu_fn glu, t_fn t_of) {
         if (!(err <= rel * fabs(e) + ADIL_ACT_MAX_ABS_ERROR)) {
             if (level != ADIL_CPU_SCALAR || err > SCALAR_GELU_ABS_PER_X * fabs(x[i]) + 1e-37) {
                 if (bad++ < 5)
-                    fprintf(stderr, "level %s %s(%.9g) = %.9g, exact %.9g\n",
-                            adil_cpu_level_string(level), name, (double)x[i], (double)g[i], e);
+                    fprintf(stderr, "level %s %s(%.9g) = %.9g, exact %.9g\n", adil_cpu_level_string(level),
+                            name, (double)x[i], (double)g[i], e);
             }
         }
         if (fabs(e) > 1e-30 && err / (rel * fabs(e)) > worst_rel) worst_rel = err / (rel * fabs(e));
     }
-    printf("level %s: %s max error %.3g of the relative budget%s\n", adil_cpu_level_string(level),
-           name, worst_rel, level == ADIL_CPU_SCALAR ? " (libm form: held to 1e-7 |x|)" : "");
+    printf("level %s: %s max error %.3g of the relative budget%s\n", adil_cpu_level_string(level), name,
+           worst_rel, level == ADIL_CPU_SCALAR ? " (libm form: held to 1e-7 |x|)" : "");
     CHECK(bad == 0);
     free(x);
     free(g);

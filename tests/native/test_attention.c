@@ -32,18 +32,16 @@ static uint32_t rnd_u32(void) {
     rng_state ^= rng_state << 5;
     return rng_state;
 }
-static float rnd(float lo, float hi) {
-    return lo + (hi - lo) * (float)(rnd_u32() >> 8) / 16777216.0f;
-}
+static float rnd(float lo, float hi) { return lo + (hi - lo) * (float)(rnd_u32() >> 8) / 16777216.0f; }
 static int64_t rnd_int(int64_t lo, int64_t hi) { /* [lo, hi] */
     return lo + (int64_t)(rnd_u32() % (uint32_t)(hi - lo + 1));
 }
 
 typedef struct setup {
     int64_t hd, hdv, k_stride, v_stride;
-    float *k, *v;   /* N_CTX rows; NaN outside every range of the tile */
-    float *q;       /* ADIL_ATT_MAX_ROWS rows of hd */
-    float *o;       /* ADIL_ATT_MAX_ROWS rows of hdv + GUARD */
+    float *k, *v; /* N_CTX rows; NaN outside every range of the tile */
+    float *q;     /* ADIL_ATT_MAX_ROWS rows of hd */
+    float *o;     /* ADIL_ATT_MAX_ROWS rows of hdv + GUARD */
     float *scratch;
 } setup;
 
@@ -133,7 +131,8 @@ static double max_abs_score(const adil_att_tile *t, int r) {
     double m = 0.0;
     for (int64_t p = t->first[r]; p <= t->last[r]; p++) {
         double d = 0.0;
-        for (int64_t i = 0; i < t->head_dim; i++) d += (double)t->q[r][i] * t->k[p * (int64_t)t->k_stride + i];
+        for (int64_t i = 0; i < t->head_dim; i++)
+            d += (double)t->q[r][i] * t->k[p * (int64_t)t->k_stride + i];
         m = fmax(m, fabs(d * t->scale));
     }
     return m;
@@ -179,8 +178,8 @@ static void check_level(int level, setup *s, int n_rows, int kind, float qmag) {
     }
     run(adil_attention_kernel_at(level), &rev, s, alone);
     for (int r = 0; r < n_rows; r++)
-        CHECK(memcmp(alone + r * s->hdv, got + (n_rows - 1 - r) * s->hdv,
-                     sizeof(float) * (size_t)s->hdv) == 0);
+        CHECK(memcmp(alone + r * s->hdv, got + (n_rows - 1 - r) * s->hdv, sizeof(float) * (size_t)s->hdv) ==
+              0);
     free(ref);
     free(got);
     free(alone);
@@ -201,8 +200,8 @@ int main(void) {
                         check_level(level, &s, n_rows, kind, mags[m]);
             setup_free(&s);
         }
-        printf("level %s: max error %.3g of max |v| (1 + max |score|) (budget %.3g)\n", adil_cpu_level_string(level),
-               worst_seen[level], ADIL_ATT_MAX_ERROR);
+        printf("level %s: max error %.3g of max |v| (1 + max |score|) (budget %.3g)\n",
+               adil_cpu_level_string(level), worst_seen[level], ADIL_ATT_MAX_ERROR);
     }
     CHECK(adil_attention_kernel_at(-1) == NULL && adil_attention_kernel_at(ADIL_CPU_LEVEL_COUNT) == NULL);
     return test_report("test_attention");

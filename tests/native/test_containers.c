@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void test_grow(void)
-{
+static void test_grow(void) {
     int32_t *data = NULL;
     size_t cap = 0;
     for (int32_t i = 0; i < 1000; i++) {
@@ -47,22 +46,18 @@ typedef struct word_key {
     size_t len;
 } word_key;
 
-static bool word_eq(const void *ctx, uint64_t pos, const void *key)
-{
+static bool word_eq(const void *ctx, uint64_t pos, const void *key) {
     const char *const *words = ctx;
     const word_key *k = key;
     return strlen(words[pos]) == k->len && memcmp(words[pos], k->text, k->len) == 0;
 }
 
-static uint32_t *word_slot(const adil_hash_index *ix, const char *text, size_t len)
-{
+static uint32_t *word_slot(const adil_hash_index *ix, const char *text, size_t len) {
     const word_key key = {text, len};
-    return adil_hash_index_slot(ix, adil_hash_bytes(ADIL_HASH_SEED, text, len), word_eq, WORDS,
-                                &key);
+    return adil_hash_index_slot(ix, adil_hash_bytes(ADIL_HASH_SEED, text, len), word_eq, WORDS, &key);
 }
 
-static void test_hash_index(void)
-{
+static void test_hash_index(void) {
     adil_hash_index ix;
     CHECK(adil_hash_index_init(&ix, N_WORDS, "test words") == ADIL_OK);
     CHECK(ix.mask + 1 == 16);
@@ -92,14 +87,12 @@ static void test_hash_index(void)
     adil_hash_index_free(&ix);
     CHECK(adil_hash_index_init(&ix, 0, "test") == ADIL_OK && ix.mask + 1 == 16);
     adil_hash_index_free(&ix);
-    CHECK(adil_hash_index_init(&ix, (uint64_t)ADIL_HASH_INDEX_MAX + 1, "huge") ==
-          ADIL_STATUS_OUT_OF_MEMORY);
+    CHECK(adil_hash_index_init(&ix, (uint64_t)ADIL_HASH_INDEX_MAX + 1, "huge") == ADIL_STATUS_OUT_OF_MEMORY);
     CHECK_HAS(adil_last_error(), "huge: an index of 2147483648 entries: expected at most 2147483647");
     CHECK(ix.slots == NULL);
 }
 
-int main(void)
-{
+int main(void) {
     test_grow();
     test_hash_index();
     return test_report("test_containers");

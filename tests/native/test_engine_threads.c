@@ -26,28 +26,25 @@
 #include <time.h>
 #include <unistd.h>
 
-#define N_CTX 4096
+#define N_CTX         4096
 #define GREEDY_TOKENS 48
 
 static char model_path[64];
 static const int32_t PROMPT[] = {1, 5, 6, 7, 8};
 
-static void sleep_ms(long ms)
-{
+static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
-static adil_engine *open_engine(void)
-{
+static adil_engine *open_engine(void) {
     adil_host_info host = {sizeof host, ADIL_HOST_MAJOR, 0, "adil-test", "0.0.0"};
     adil_engine *engine = NULL;
     CHECK(adil_engine_open(&host, NULL, &engine) == ADIL_OK);
     return engine;
 }
 
-static adil_model *load(adil_engine *engine, uint32_t n_threads)
-{
+static adil_model *load(adil_engine *engine, uint32_t n_threads) {
     adil_model_params p;
     adil_model_default_params(&p);
     p.n_threads = n_threads;
@@ -59,8 +56,7 @@ static adil_model *load(adil_engine *engine, uint32_t n_threads)
     return model;
 }
 
-static adil_context *new_context(adil_model *model, uint32_t n_ctx, uint32_t n_threads)
-{
+static adil_context *new_context(adil_model *model, uint32_t n_ctx, uint32_t n_threads) {
     adil_context_params p;
     adil_context_default_params(&p);
     p.n_ctx = n_ctx;
@@ -75,8 +71,7 @@ static adil_context *new_context(adil_model *model, uint32_t n_ctx, uint32_t n_t
 
 /* Greedy tokens of a whole run of max_tokens (EOS ignored) into out[];
  * returns how many, or 0 after a failed check. */
-static size_t greedy(adil_context *ctx, uint32_t max_tokens, int32_t *out)
-{
+static size_t greedy(adil_context *ctx, uint32_t max_tokens, int32_t *out) {
     adil_sampling_params s;
     adil_sampling_default_params(&s);
     s.temperature = 0.0f;
@@ -108,17 +103,15 @@ static size_t greedy(adil_context *ctx, uint32_t max_tokens, int32_t *out)
 /* ---- cancel from another thread -------------------------------------------- */
 
 typedef struct canceller {
-    adil_run *run;              /* cancel this run, or */
-    adil_cancel_flag *flag;     /* set this flag */
-    atomic_int *stepping;       /* set by the stepping thread just before its step */
-    int polls_before;           /* adil_run_cancelled answers before the cancel */
+    adil_run *run;          /* cancel this run, or */
+    adil_cancel_flag *flag; /* set this flag */
+    atomic_int *stepping;   /* set by the stepping thread just before its step */
+    int polls_before;       /* adil_run_cancelled answers before the cancel */
 } canceller;
 
-static void *cancel_during_step(void *arg)
-{
+static void *cancel_during_step(void *arg) {
     canceller *c = arg;
-    while (!atomic_load(c->stepping))
-        sleep_ms(1);
+    while (!atomic_load(c->stepping)) sleep_ms(1);
     for (int i = 0; i < 5; i++) { /* "any thread": polled while the step runs */
         c->polls_before += adil_run_cancelled(c->run);
         sleep_ms(1);
@@ -130,17 +123,16 @@ static void *cancel_during_step(void *arg)
     return NULL;
 }
 
-static void cancel_from_thread(adil_model *model, bool use_flag)
-{
+static void cancel_from_thread(adil_model *model, bool use_flag) {
     adil_context *ctx = new_context(model, N_CTX, 0);
     adil_cancel_flag *flag = NULL;
     CHECK(adil_cancel_flag_new(&flag) == ADIL_OK);
     adil_run_params p;
     adil_run_default_params(&p);
-    p.max_tokens = N_CTX - 5;   /* seconds of work: the cancel comes long before */
+    p.max_tokens = N_CTX - 5; /* seconds of work: the cancel comes long before */
     p.ignore_eos = 1;
     p.cancel_flag = flag;
-    p.step_budget_ms = 600000;  /* one step: the cancel lands inside it */
+    p.step_budget_ms = 600000; /* one step: the cancel lands inside it */
     adil_run *run = NULL;
     if (ctx == NULL || adil_run_start(ctx, PROMPT, 5, &p, &run) != ADIL_OK) {
         fprintf(stderr, "run: %s\n", adil_last_error());
@@ -171,11 +163,9 @@ static void cancel_from_thread(adil_model *model, bool use_flag)
     adil_context_free(ctx);
 }
 
-static void test_cancel_from_another_thread(adil_engine *engine)
-{
+static void test_cancel_from_another_thread(adil_engine *engine) {
     adil_model *model = load(engine, 2);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     cancel_from_thread(model, false);
     cancel_from_thread(model, true);
     /* the model serves the next run as usual */
@@ -193,27 +183,23 @@ typedef struct model_job {
     size_t n;
 } model_job;
 
-static void *run_own_model(void *arg)
-{
+static void *run_own_model(void *arg) {
     model_job *job = arg;
     adil_engine *engine = open_engine();
     adil_model *model = engine != NULL ? load(engine, 2) : NULL;
     adil_context *ctx = model != NULL ? new_context(model, 256, 0) : NULL;
-    for (int round = 0; ctx != NULL && round < 3; round++)
-        job->n = greedy(ctx, GREEDY_TOKENS, job->tokens);
+    for (int round = 0; ctx != NULL && round < 3; round++) job->n = greedy(ctx, GREEDY_TOKENS, job->tokens);
     adil_context_free(ctx);
     adil_model_free(model);
     adil_engine_close(engine);
     return NULL;
 }
 
-static void test_models_on_threads(adil_engine *engine)
-{
+static void test_models_on_threads(adil_engine *engine) {
     model_job reference = {0};
     adil_model *model = load(engine, 1);
     adil_context *ctx = model != NULL ? new_context(model, 256, 0) : NULL;
-    if (ctx != NULL)
-        reference.n = greedy(ctx, GREEDY_TOKENS, reference.tokens);
+    if (ctx != NULL) reference.n = greedy(ctx, GREEDY_TOKENS, reference.tokens);
     adil_context_free(ctx);
     adil_model_free(model);
     CHECK(reference.n == GREEDY_TOKENS);
@@ -222,8 +208,7 @@ static void test_models_on_threads(adil_engine *engine)
     model_job jobs[N];
     pthread_t threads[N];
     memset(jobs, 0, sizeof jobs);
-    for (int i = 0; i < N; i++)
-        CHECK(pthread_create(&threads[i], NULL, run_own_model, &jobs[i]) == 0);
+    for (int i = 0; i < N; i++) CHECK(pthread_create(&threads[i], NULL, run_own_model, &jobs[i]) == 0);
     for (int i = 0; i < N; i++) {
         pthread_join(threads[i], NULL);
         CHECK(jobs[i].n == reference.n);
@@ -235,12 +220,11 @@ static void test_models_on_threads(adil_engine *engine)
 
 typedef struct runner {
     adil_context *ctx;
-    atomic_int done;   /* set by the main thread: stop */
-    atomic_int runs;   /* whole runs made so far */
+    atomic_int done; /* set by the main thread: stop */
+    atomic_int runs; /* whole runs made so far */
 } runner;
 
-static void *run_until_done(void *arg)
-{
+static void *run_until_done(void *arg) {
     runner *r = arg;
     int32_t out[GREEDY_TOKENS];
     while (!atomic_load(&r->done)) {
@@ -250,14 +234,12 @@ static void *run_until_done(void *arg)
     return NULL;
 }
 
-static void logits_beside_a_run(adil_model *model, uint32_t logits_threads)
-{
+static void logits_beside_a_run(adil_model *model, uint32_t logits_threads) {
     enum { T = 5 };
     float want[T * TINY_N_VOCAB], got[T * TINY_N_VOCAB];
     adil_context *quiet = new_context(model, 64, logits_threads);
     adil_context *busy = new_context(model, 256, 0);
-    if (quiet == NULL || busy == NULL)
-        return;
+    if (quiet == NULL || busy == NULL) return;
     CHECK(adil_context_logits(quiet, PROMPT, T, want, T * TINY_N_VOCAB) == ADIL_OK);
     runner r = {.ctx = busy};
     atomic_init(&r.done, 0);
@@ -278,22 +260,18 @@ static void logits_beside_a_run(adil_model *model, uint32_t logits_threads)
     adil_context_free(quiet);
 }
 
-static void test_logits_beside_a_run(adil_engine *engine)
-{
+static void test_logits_beside_a_run(adil_engine *engine) {
     adil_model *model = load(engine, 2);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     logits_beside_a_run(model, 0); /* the model's pool, taken in turns */
     logits_beside_a_run(model, 3); /* a pool of the context's own */
     adil_model_free(model);
 }
 
-int main(void)
-{
+int main(void) {
     alarm(240); /* a hang fails the test (SIGALRM) */
     tiny_spec spec = tiny_default();
-    if (!tiny_write(&spec, model_path))
-        return 1;
+    if (!tiny_write(&spec, model_path)) return 1;
     adil_engine *engine = open_engine();
     test_cancel_from_another_thread(engine);
     test_models_on_threads(engine);

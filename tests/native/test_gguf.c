@@ -22,7 +22,7 @@
 
 /* ---- an image builder that remembers where named fields are ---------------- */
 
-#define MAX_MARKS 64
+#define MAX_MARKS  64
 #define DATA_BYTES 224 /* the data section: w at 0 (136 bytes), b at 192 (32) */
 
 typedef struct image {
@@ -183,8 +183,7 @@ static adil_status check_image(const image *m, size_t size) {
 static void expect_format_error(const image *m, const char *needle, const char *what) {
     adil_status st = check_image(m, m->n);
     const char *msg = adil_last_error();
-    if (st != ADIL_STATUS_MODEL_FORMAT || strstr(msg, needle) == NULL ||
-        strncmp(msg, "gguf: ", 6) != 0) {
+    if (st != ADIL_STATUS_MODEL_FORMAT || strstr(msg, needle) == NULL || strncmp(msg, "gguf: ", 6) != 0) {
         fprintf(stderr, "%s: status %d, message '%s', wanted '%s'\n", what, (int)st, msg, needle);
         test_failures++;
     }
@@ -229,8 +228,7 @@ static void test_arrays(const gguf_file *f) {
     CHECK(gguf_get_array_of(f, "test.strs", GGUF_TYPE_STRING, &a, NULL) == ADIL_OK);
     CHECK(a.count == 2 && gguf_str_eq(gguf_array_str(&a, 1), "bcd"));
     CHECK(gguf_array_str(&a, 2).len == 0); /* out of range */
-    CHECK(gguf_get_array_of(f, "test.strs", GGUF_TYPE_INT32, &a, NULL) ==
-          ADIL_STATUS_MODEL_FORMAT);
+    CHECK(gguf_get_array_of(f, "test.strs", GGUF_TYPE_INT32, &a, NULL) == ADIL_STATUS_MODEL_FORMAT);
     CHECK(strstr(adil_last_error(), "expected an array of int32, got an array of string"));
     CHECK(gguf_get_array(f, "test.i16s", &a, NULL) == ADIL_OK && a.type == GGUF_TYPE_INT16);
     CHECK(gguf_array_i64(&a, 0) == -3 && gguf_array_i64(&a, 1) == 4);
@@ -348,7 +346,8 @@ static void test_duplicate_key(void) {
     put_le(&m, 1, 1);
     kv_header(&m, "k", GGUF_TYPE_UINT8);
     put_le(&m, 2, 1);
-    expect_format_error(&m, "key 'k' at offset 38: expected unique keys, got a repeat (first at offset 24)", "duplicate key");
+    expect_format_error(&m, "key 'k' at offset 38: expected unique keys, got a repeat (first at offset 24)",
+                        "duplicate key");
 }
 
 static void test_truncations(void) {

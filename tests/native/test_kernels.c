@@ -31,9 +31,9 @@ static void test_fp16(void) {
     CHECK(adil_f32_to_fp16(1.0f) == 0x3C00);
     CHECK(adil_f32_to_fp16(65504.0f) == 0x7BFF);
     CHECK(adil_f32_to_fp16(65519.0f) == 0x7BFF);
-    CHECK(adil_f32_to_fp16(65520.0f) == 0x7C00);        /* ties away into infinity */
-    CHECK(adil_f32_to_fp16(0x1p-24f) == 0x0001);        /* smallest subnormal */
-    CHECK(adil_f32_to_fp16(0x1p-25f) == 0x0000);        /* tie -> even (zero) */
+    CHECK(adil_f32_to_fp16(65520.0f) == 0x7C00); /* ties away into infinity */
+    CHECK(adil_f32_to_fp16(0x1p-24f) == 0x0001); /* smallest subnormal */
+    CHECK(adil_f32_to_fp16(0x1p-25f) == 0x0000); /* tie -> even (zero) */
     CHECK(adil_f32_to_fp16(0x1.8p-25f) == 0x0001);
     CHECK(adil_f32_to_fp16(0x1.8p-24f) == 0x0002);      /* 1.5 ulp tie -> even 2 */
     CHECK(adil_f32_to_fp16(1.0f + 0x1p-11f) == 0x3C00); /* tie -> even */
@@ -41,16 +41,15 @@ static void test_fp16(void) {
     CHECK(adil_f32_to_fp16(-2.0f) == 0xC000);
     CHECK(adil_f32_to_fp16(1e-10f) == 0 && adil_f32_to_fp16(-1e-10f) == 0x8000);
     CHECK(adil_bf16_to_f32(adil_f32_to_bf16(1.0f)) == 1.0f);
-    CHECK(adil_f32_to_bf16(1.0f + 0x1p-8f) == 0x3F80);  /* tie -> even */
+    CHECK(adil_f32_to_bf16(1.0f + 0x1p-8f) == 0x3F80); /* tie -> even */
     CHECK(adil_f32_to_bf16(1.0f + 0x1.8p-7f) == 0x3F82);
     CHECK(isnan(adil_bf16_to_f32(adil_f32_to_bf16(NAN))));
 }
 
 static void test_tables(void) {
-    static const uint32_t with_kernels[] = {ADIL_WT_F32,  ADIL_WT_F16,  ADIL_WT_BF16, ADIL_WT_Q4_0,
-                                            ADIL_WT_Q4_1, ADIL_WT_Q5_0, ADIL_WT_Q5_1, ADIL_WT_Q8_0,
-                                            ADIL_WT_Q2_K, ADIL_WT_Q3_K, ADIL_WT_Q4_K, ADIL_WT_Q5_K,
-                                            ADIL_WT_Q6_K};
+    static const uint32_t with_kernels[] = {
+        ADIL_WT_F32,  ADIL_WT_F16,  ADIL_WT_BF16, ADIL_WT_Q4_0, ADIL_WT_Q4_1, ADIL_WT_Q5_0, ADIL_WT_Q5_1,
+        ADIL_WT_Q8_0, ADIL_WT_Q2_K, ADIL_WT_Q3_K, ADIL_WT_Q4_K, ADIL_WT_Q5_K, ADIL_WT_Q6_K};
     for (size_t i = 0; i < sizeof(with_kernels) / sizeof(with_kernels[0]); i++) {
         const adil_wtype_facts *t = adil_wtype_facts_get(with_kernels[i]);
         const adil_wtype_kernels *k = adil_wtype_kernels_get(with_kernels[i]);
@@ -136,9 +135,7 @@ static uint32_t next_u32(void) {
     return rng_state;
 }
 
-static float next_f(void) {
-    return (float)(next_u32() % 20001) / 10000.0f - 1.0f;
-}
+static float next_f(void) { return (float)(next_u32() % 20001) / 10000.0f - 1.0f; }
 
 /* A weight of `type`: quantized from random floats where a quantizer exists,
  * else random bytes with small fp16 scales at the given offsets. */
@@ -199,13 +196,12 @@ static void test_matmul_type(adil_pool *pool, uint32_t type, double budget) {
         }
     }
     if (worst > budget) {
-        fprintf(stderr, "matmul %s: relative error %g over budget %g\n", adil_wtype_name(type),
-                worst, budget);
+        fprintf(stderr, "matmul %s: relative error %g over budget %g\n", adil_wtype_name(type), worst,
+                budget);
         test_failures++;
     }
     if (size > 0) { /* too small a scratch is refused */
-        CHECK(adil_matmul(pool, &weight, x, n_tokens, y, scratch, size - 1) ==
-              ADIL_STATUS_INVALID_ARGUMENT);
+        CHECK(adil_matmul(pool, &weight, x, n_tokens, y, scratch, size - 1) == ADIL_STATUS_INVALID_ARGUMENT);
     }
     free(scratch);
     free(wf);

@@ -25,8 +25,8 @@
 #include <string.h>
 
 /* Error budgets of vec_dot against the scalar reference, by weight type. */
-#define MAX_DOT_ERROR_F32 1e-6
-#define MAX_DOT_ERROR_F16 1e-6
+#define MAX_DOT_ERROR_F32  1e-6
+#define MAX_DOT_ERROR_F16  1e-6
 #define MAX_DOT_ERROR_BF16 1e-6
 #define MAX_DOT_ERROR_Q8_0 2e-6
 #define MAX_DOT_ERROR_Q4_0 2e-6
@@ -43,14 +43,10 @@ typedef struct type_case {
 } type_case;
 
 static const type_case CASES[] = {
-    {ADIL_WT_F32, MAX_DOT_ERROR_F32, 0, {0, 0}},
-    {ADIL_WT_F16, MAX_DOT_ERROR_F16, 0, {0, 0}},
-    {ADIL_WT_BF16, MAX_DOT_ERROR_BF16, 0, {0, 0}},
-    {ADIL_WT_Q8_0, MAX_DOT_ERROR_Q8_0, 1, {0, 0}},
-    {ADIL_WT_Q4_0, MAX_DOT_ERROR_Q4_0, 1, {0, 0}},
-    {ADIL_WT_Q5_0, MAX_DOT_ERROR_Q5_0, 1, {0, 0}},
-    {ADIL_WT_Q4_K, MAX_DOT_ERROR_Q4_K, 2, {0, 2}},
-    {ADIL_WT_Q5_K, MAX_DOT_ERROR_Q5_K, 2, {0, 2}},
+    {ADIL_WT_F32, MAX_DOT_ERROR_F32, 0, {0, 0}},     {ADIL_WT_F16, MAX_DOT_ERROR_F16, 0, {0, 0}},
+    {ADIL_WT_BF16, MAX_DOT_ERROR_BF16, 0, {0, 0}},   {ADIL_WT_Q8_0, MAX_DOT_ERROR_Q8_0, 1, {0, 0}},
+    {ADIL_WT_Q4_0, MAX_DOT_ERROR_Q4_0, 1, {0, 0}},   {ADIL_WT_Q5_0, MAX_DOT_ERROR_Q5_0, 1, {0, 0}},
+    {ADIL_WT_Q4_K, MAX_DOT_ERROR_Q4_K, 2, {0, 2}},   {ADIL_WT_Q5_K, MAX_DOT_ERROR_Q5_K, 2, {0, 2}},
     {ADIL_WT_Q6_K, MAX_DOT_ERROR_Q6_K, 1, {208, 0}},
 };
 #define N_CASES (sizeof(CASES) / sizeof(CASES[0]))
@@ -67,9 +63,7 @@ static uint32_t next_u32(void) {
 }
 
 /* Uniform in [-1, 1). */
-static float next_f(void) {
-    return (float)(next_u32() % 2000001) / 1000000.0f - 1.0f;
-}
+static float next_f(void) { return (float)(next_u32() % 2000001) / 1000000.0f - 1.0f; }
 
 /* Scale regimes of the weights' fp16 fields. */
 typedef enum { SCALE_NORMAL, SCALE_TINY, SCALE_HUGE, SCALE_ZERO, SCALE_MIXED, SCALE_COUNT } regime;
@@ -133,17 +127,14 @@ static void random_activations(int64_t n, float *x) {
 
 /* ---- levels -------------------------------------------------------------------- */
 
-static bool level_runs(int level) {
-    return level <= (int)adil_cpu_level_supported();
-}
+static bool level_runs(int level) { return level <= (int)adil_cpu_level_supported(); }
 
 static void test_choose(void) {
     char note[160];
     CHECK(adil_cpu_level_choose(NULL, ADIL_CPU_AVX2, note, sizeof note) == ADIL_CPU_AVX2);
     CHECK(note[0] == '\0');
     CHECK(adil_cpu_level_choose("", ADIL_CPU_AVX512, note, sizeof note) == ADIL_CPU_AVX512);
-    CHECK(adil_cpu_level_choose("scalar", ADIL_CPU_AVX512, note, sizeof note) ==
-          ADIL_CPU_SCALAR);
+    CHECK(adil_cpu_level_choose("scalar", ADIL_CPU_AVX512, note, sizeof note) == ADIL_CPU_SCALAR);
     CHECK(note[0] == '\0');
     CHECK(adil_cpu_level_choose("avx2", ADIL_CPU_AVX512, note, sizeof note) == ADIL_CPU_AVX2);
     CHECK(adil_cpu_level_choose("avx512", ADIL_CPU_AVX2, note, sizeof note) == ADIL_CPU_AVX2);
@@ -170,8 +161,8 @@ static void test_choose(void) {
 /* Rows that hit every rounding and clamping branch. */
 static void special_rows(float *x, int64_t n) {
     random_activations(n, x);
-    float specials[] = {0.5f, -0.5f, 2.5f, -3.5f, 126.5f, -126.5f, 0.49999997f, 127.0f,
-                        -127.0f, NAN, INFINITY, -INFINITY, -0.0f, 1e-40f, 3e38f, -3e38f};
+    float specials[] = {0.5f,    -0.5f, 2.5f,     -3.5f,     126.5f, -126.5f, 0.49999997f, 127.0f,
+                        -127.0f, NAN,   INFINITY, -INFINITY, -0.0f,  1e-40f,  3e38f,       -3e38f};
     for (int64_t i = 0; i < n; i += 7) {
         x[i] = specials[next_u32() % (sizeof specials / sizeof specials[0])];
     }
@@ -206,8 +197,8 @@ static void test_quantizers_at(int level) {
             ref->quantize_row(x, a, n);
             simd->quantize_row(x, b, n);
             if (memcmp(a, b, bytes) != 0) {
-                fprintf(stderr, "quantize %s at %s: bytes differ (round %d)\n",
-                        adil_wtype_name(types[i]), adil_cpu_level_string(level), round);
+                fprintf(stderr, "quantize %s at %s: bytes differ (round %d)\n", adil_wtype_name(types[i]),
+                        adil_cpu_level_string(level), round);
                 test_failures++;
                 break;
             }
@@ -221,8 +212,7 @@ static void test_quantizers_at(int level) {
 /* ---- vec_dot ---------------------------------------------------------------------------- */
 
 /* sum |w_i a_i| of the dequantized operands: the scale errors are relative to. */
-static double magnitude(const type_case *c, const uint8_t *w, const uint8_t *act, const float *x,
-                        int64_t n) {
+static double magnitude(const type_case *c, const uint8_t *w, const uint8_t *act, const float *x, int64_t n) {
     const adil_wtype_kernels *t = adil_wtype_kernels_at(ADIL_CPU_SCALAR, c->type);
     const adil_wtype_kernels *at = adil_wtype_kernels_at(ADIL_CPU_SCALAR, t->vec_dot_type);
     float *wf = malloc(sizeof(float) * n), *af = malloc(sizeof(float) * n);
@@ -264,9 +254,11 @@ static void test_vec_dot_case(int level, const type_case *c, int64_t n, regime r
     double scale = magnitude(c, w, act, x, n);
     double err = scale > 0 ? fabs((double)got - want) / scale : (got == want ? 0 : INFINITY);
     if (!(err <= c->budget)) {
-        fprintf(stderr, "vec_dot %s at %s, n %lld, regime %d: got %.9g, scalar %.9g, relative "
-                "error %g over budget %g\n", adil_wtype_name(c->type), adil_cpu_level_string(level),
-                (long long)n, (int)r, got, want, err, c->budget);
+        fprintf(stderr,
+                "vec_dot %s at %s, n %lld, regime %d: got %.9g, scalar %.9g, relative "
+                "error %g over budget %g\n",
+                adil_wtype_name(c->type), adil_cpu_level_string(level), (long long)n, (int)r, got, want, err,
+                c->budget);
         test_failures++;
     }
     *worst = err > *worst ? err : *worst;
@@ -293,9 +285,8 @@ static void test_vec_dot_at(int level) {
             test_vec_dot_case(level, &CASES[i], 32, SCALE_NORMAL, &worst);
             test_vec_dot_case(level, &CASES[i], 96, SCALE_MIXED, &worst);
         }
-        printf("  %-6s %-5s worst relative error %.3g (budget %.3g)\n",
-               adil_cpu_level_string(level), adil_wtype_name(CASES[i].type), worst,
-               CASES[i].budget);
+        printf("  %-6s %-5s worst relative error %.3g (budget %.3g)\n", adil_cpu_level_string(level),
+               adil_wtype_name(CASES[i].type), worst, CASES[i].budget);
     }
 }
 
@@ -345,9 +336,8 @@ static void test_tile_case(int level, const type_case *c, int64_t n) {
                 }
             }
             if (bad) {
-                fprintf(stderr, "tile %s at %s, n %lld, %d x %d: %d cells wrong\n",
-                        adil_wtype_name(c->type), adil_cpu_level_string(level), (long long)n,
-                        nr, nt, bad);
+                fprintf(stderr, "tile %s at %s, n %lld, %d x %d: %d cells wrong\n", adil_wtype_name(c->type),
+                        adil_cpu_level_string(level), (long long)n, nr, nt, bad);
                 test_failures++;
             }
         }

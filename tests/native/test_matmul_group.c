@@ -30,9 +30,7 @@ static uint32_t next_u32(void) {
     rng_state ^= rng_state << 17;
     return (uint32_t)(rng_state >> 16);
 }
-static float next_f(void) {
-    return (float)(next_u32() % 2000001) / 1000000.0f - 1.0f;
-}
+static float next_f(void) { return (float)(next_u32() % 2000001) / 1000000.0f - 1.0f; }
 
 /* Byte offsets of the fp16 scale fields in a block, per type. */
 typedef struct type_info {
@@ -42,7 +40,7 @@ typedef struct type_info {
 } type_info;
 
 static const type_info TYPES[] = {
-    {ADIL_WT_Q8_0, 1, {0, 0}}, {ADIL_WT_Q5_0, 1, {0, 0}}, {ADIL_WT_Q4_0, 1, {0, 0}},
+    {ADIL_WT_Q8_0, 1, {0, 0}}, {ADIL_WT_Q5_0, 1, {0, 0}},   {ADIL_WT_Q4_0, 1, {0, 0}},
     {ADIL_WT_Q4_K, 2, {0, 2}}, {ADIL_WT_Q6_K, 1, {208, 0}}, {ADIL_WT_F16, 0, {0, 0}},
     {ADIL_WT_F32, 0, {0, 0}},
 };
@@ -74,8 +72,7 @@ static adil_weight make_weight(const type_info *ti, int64_t rows) {
 
 /* want[t * rows + r] = vec_dot(row r, token t), x quantized as matmul does
  * into `act` (adil_matmul_scratch_size bytes). */
-static void want_by_vec_dot(const adil_weight *w, const float *x, int64_t n_tokens, float *want,
-                            void *act) {
+static void want_by_vec_dot(const adil_weight *w, const float *x, int64_t n_tokens, float *want, void *act) {
     const adil_wtype_kernels *wt = adil_wtype_kernels_get(w->type);
     const size_t w_row = adil_row_size(w->type, COLS);
     size_t act_row = COLS * sizeof(float);
@@ -83,12 +80,14 @@ static void want_by_vec_dot(const adil_weight *w, const float *x, int64_t n_toke
     if (wt->vec_dot_type != ADIL_WT_F32) {
         act_row = adil_row_size(wt->vec_dot_type, COLS);
         for (int64_t t = 0; t < n_tokens; t++)
-            adil_wtype_kernels_get(wt->vec_dot_type)->quantize_row(x + t * COLS, (uint8_t *)act + (size_t)t * act_row, COLS);
+            adil_wtype_kernels_get(wt->vec_dot_type)
+                ->quantize_row(x + t * COLS, (uint8_t *)act + (size_t)t * act_row, COLS);
         a = act;
     }
     for (int64_t t = 0; t < n_tokens; t++)
         for (int64_t r = 0; r < w->rows; r++)
-            want[t * w->rows + r] = wt->vec_dot(COLS, (const uint8_t *)w->data + (size_t)r * w_row, a + (size_t)t * act_row);
+            want[t * w->rows + r] =
+                wt->vec_dot(COLS, (const uint8_t *)w->data + (size_t)r * w_row, a + (size_t)t * act_row);
 }
 
 /* Epilogue: rows [r0, r1) seen once, and their outputs already final. */
@@ -107,7 +106,8 @@ static void epilogue(void *user, int64_t r0, int64_t r1) {
         for (int i = 0; i < e->g->n; i++)
             for (int64_t t = 0; t < e->n_tokens; t++) {
                 const int64_t at = t * e->g->w[i]->rows + r;
-                if (memcmp(&e->g->y[i][at], &e->want[i][at], sizeof(float)) != 0) atomic_fetch_add(&e->bad, 1);
+                if (memcmp(&e->g->y[i][at], &e->want[i][at], sizeof(float)) != 0)
+                    atomic_fetch_add(&e->bad, 1);
             }
     }
 }

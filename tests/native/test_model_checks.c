@@ -23,8 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static adil_status load_spec(adil_engine *engine, const tiny_spec *spec, adil_model **model)
-{
+static adil_status load_spec(adil_engine *engine, const tiny_spec *spec, adil_model **model) {
     char path[64];
     *model = NULL;
     if (!tiny_write(spec, path)) {
@@ -39,8 +38,7 @@ static adil_status load_spec(adil_engine *engine, const tiny_spec *spec, adil_mo
     return st;
 }
 
-static adil_status new_context(adil_model *model, uint32_t n_ctx, adil_context **ctx)
-{
+static adil_status new_context(adil_model *model, uint32_t n_ctx, adil_context **ctx) {
     adil_context_params p;
     adil_context_default_params(&p);
     p.n_ctx = n_ctx;
@@ -50,8 +48,7 @@ static adil_status new_context(adil_model *model, uint32_t n_ctx, adil_context *
 
 /* ---- NUL bytes in strings that become C strings ------------------------------ */
 
-static void expect_nul_refused(adil_engine *engine, const tiny_spec *spec, const char *key)
-{
+static void expect_nul_refused(adil_engine *engine, const tiny_spec *spec, const char *key) {
     adil_model *model = NULL;
     CHECK(load_spec(engine, spec, &model) == ADIL_STATUS_MODEL_FORMAT && model == NULL);
     CHECK_HAS(adil_last_error(), key);
@@ -59,8 +56,7 @@ static void expect_nul_refused(adil_engine *engine, const tiny_spec *spec, const
     adil_model_free(model);
 }
 
-static void test_nul_in_c_strings(adil_engine *engine)
-{
+static void test_nul_in_c_strings(adil_engine *engine) {
     tiny_spec spec = tiny_default();
     spec.arch = "llama\0x";
     spec.arch_len = 7;
@@ -90,13 +86,11 @@ static void test_nul_in_c_strings(adil_engine *engine)
 
 /* ---- context windows -------------------------------------------------------- */
 
-static void test_window_limits(adil_engine *engine)
-{
+static void test_window_limits(adil_engine *engine) {
     tiny_spec spec = tiny_default();
     adil_model *model = NULL;
     CHECK(load_spec(engine, &spec, &model) == ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     const uint32_t too_large[] = {(1u << 20) + 1, 1u << 31, UINT32_MAX};
     for (size_t i = 0; i < sizeof too_large / sizeof too_large[0]; i++) {
         adil_context *ctx = NULL;
@@ -112,8 +106,7 @@ static void test_window_limits(adil_engine *engine)
 
 /* A model whose KV cache at 2^20 positions is about 1.5 times the machine's
  * memory, in halves (K, V) that each fit: each malloc alone would succeed. */
-static void test_window_larger_than_memory(adil_engine *engine)
-{
+static void test_window_larger_than_memory(adil_engine *engine) {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     const double memory = (double)pages * (double)page;
     const double per_layer = 2.0 * (double)(1 << 20) * 256 * sizeof(float); /* K and V: 2 GiB */
@@ -147,16 +140,14 @@ static void test_window_larger_than_memory(adil_engine *engine)
     adil_model_free(model);
 }
 
-static void test_size_arithmetic(void)
-{
+static void test_size_arithmetic(void) {
     CHECK(adil_kv_cache_bytes(2, 64, 32, 32) == 2u * 64 * 64 * sizeof(float));
     CHECK(adil_kv_cache_bytes(INT64_MAX, 2, 2, 2) == UINT64_MAX);
     CHECK(adil_kv_cache_bytes(1024, 1 << 20, INT64_MAX / 4, 1) == UINT64_MAX);
     CHECK(adil_kv_cache_bytes(1, 1, 0, 1) == UINT64_MAX);
 }
 
-int main(void)
-{
+int main(void) {
     adil_host_info host = {sizeof host, ADIL_HOST_MAJOR, 0, "adil-test", "0.0.0"};
     adil_engine *engine = NULL;
     CHECK(adil_engine_open(&host, NULL, &engine) == ADIL_OK);

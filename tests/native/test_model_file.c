@@ -22,16 +22,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static adil_engine *open_engine(void)
-{
+static adil_engine *open_engine(void) {
     adil_host_info host = {sizeof host, ADIL_HOST_MAJOR, 0, "adil-test", "0.0.0"};
     adil_engine *engine = NULL;
     CHECK(adil_engine_open(&host, NULL, &engine) == ADIL_OK);
     return engine;
 }
 
-static adil_status load(adil_engine *engine, const char *path, uint32_t use_mmap, adil_model **model)
-{
+static adil_status load(adil_engine *engine, const char *path, uint32_t use_mmap, adil_model **model) {
     adil_model_params p;
     adil_model_default_params(&p);
     p.use_mmap = use_mmap;
@@ -40,8 +38,7 @@ static adil_status load(adil_engine *engine, const char *path, uint32_t use_mmap
     return adil_model_load(engine, path, &p, model);
 }
 
-static adil_context *new_context(adil_model *model)
-{
+static adil_context *new_context(adil_model *model) {
     adil_context_params p;
     adil_context_default_params(&p);
     p.n_ctx = 64;
@@ -53,8 +50,7 @@ static adil_context *new_context(adil_model *model)
 static const int32_t PROMPT[] = {1, 5, 6, 7};
 
 /* Starts a run of `max_tokens` (EOS ignored) and returns its status. */
-static adil_status start(adil_context *ctx, uint32_t max_tokens, adil_run **run)
-{
+static adil_status start(adil_context *ctx, uint32_t max_tokens, adil_run **run) {
     adil_run_params p;
     adil_run_default_params(&p);
     p.max_tokens = max_tokens;
@@ -64,8 +60,7 @@ static adil_status start(adil_context *ctx, uint32_t max_tokens, adil_run **run)
 }
 
 /* A whole run of 4 tokens on `model`: ADIL_OK and 4 tokens, or the status. */
-static adil_status generate(adil_model *model)
-{
+static adil_status generate(adil_model *model) {
     adil_context *ctx = new_context(model);
     adil_run *run = NULL;
     adil_status st = start(ctx, 4, &run);
@@ -75,11 +70,9 @@ static adil_status generate(adil_model *model)
         size_t n = 0;
         st = adil_run_step(run, tokens, 8, &n);
         total += n;
-        if (n == 0)
-            break;
+        if (n == 0) break;
     }
-    if (st == ADIL_OK)
-        CHECK(total == 4);
+    if (st == ADIL_OK) CHECK(total == 4);
     adil_run_free(run);
     adil_context_free(ctx);
     return st;
@@ -87,8 +80,7 @@ static adil_status generate(adil_model *model)
 
 /* ---- not a regular file --------------------------------------------------- */
 
-static void expect_refused(adil_engine *engine, const char *path, const char *kind)
-{
+static void expect_refused(adil_engine *engine, const char *path, const char *kind) {
     for (uint32_t use_mmap = 0; use_mmap <= 1; use_mmap++) {
         adil_model *model = NULL;
         CHECK(load(engine, path, use_mmap, &model) == ADIL_STATUS_IO && model == NULL);
@@ -97,8 +89,7 @@ static void expect_refused(adil_engine *engine, const char *path, const char *ki
     }
 }
 
-static void test_not_regular_files(adil_engine *engine)
-{
+static void test_not_regular_files(adil_engine *engine) {
     char dir[] = "/tmp/adil_test_dir_XXXXXX";
     if (mkdtemp(dir) == NULL) {
         CHECK(!"mkdtemp");
@@ -116,8 +107,7 @@ static void test_not_regular_files(adil_engine *engine)
 
 /* ---- a mapped file that changes -------------------------------------------- */
 
-static void test_truncated_while_mapped(adil_engine *engine)
-{
+static void test_truncated_while_mapped(adil_engine *engine) {
     tiny_spec spec = tiny_default();
     char path[64];
     if (!tiny_write(&spec, path)) {
@@ -170,8 +160,7 @@ static void test_truncated_while_mapped(adil_engine *engine)
     unlink(path);
 }
 
-static void test_replaced_by_rename(adil_engine *engine)
-{
+static void test_replaced_by_rename(adil_engine *engine) {
     tiny_spec spec = tiny_default();
     char path[64], other[64];
     if (!tiny_write(&spec, path) || !tiny_write(&spec, other)) {
@@ -182,14 +171,12 @@ static void test_replaced_by_rename(adil_engine *engine)
     CHECK(load(engine, path, 1, &model) == ADIL_OK);
     /* the mapping keeps the old file alive: nothing changed for the model */
     CHECK(rename(other, path) == 0);
-    if (model != NULL)
-        CHECK(generate(model) == ADIL_OK);
+    if (model != NULL) CHECK(generate(model) == ADIL_OK);
     adil_model_free(model);
     unlink(path);
 }
 
-int main(void)
-{
+int main(void) {
     alarm(120); /* a blocking open fails the test (SIGALRM) instead of hanging */
     adil_engine *engine = open_engine();
     test_not_regular_files(engine);

@@ -26,8 +26,7 @@ typedef struct run_params_2_1 {
     uint32_t appended;
 } run_params_2_1;
 
-static void test_copy_params(const guarded *g)
-{
+static void test_copy_params(const guarded *g) {
     adil_run_params caller;
     adil_run_default_params(&caller);
     caller.max_tokens = 7;
@@ -63,8 +62,7 @@ typedef struct run_stats_2_1 {
     uint64_t appended;
 } run_stats_2_1;
 
-static void test_copy_out(const guarded *g)
-{
+static void test_copy_out(const guarded *g) {
     run_stats_2_1 engine_2_1 = {.v2_0 = {.struct_size = sizeof engine_2_1, .n_generated = 5}, .appended = 77};
     /* a 2.0 caller's struct ends at the unreadable page */
     adil_run_stats *caller = (adil_run_stats *)(void *)(g->base + g->page - sizeof *caller);
@@ -76,7 +74,8 @@ static void test_copy_out(const guarded *g)
     /* a 2.1 caller, a 2.0 engine: the appended field is not written */
     run_stats_2_1 caller_2_1 = {.v2_0 = {.struct_size = sizeof caller_2_1}, .appended = 13};
     adil_run_stats engine_2_0 = {.struct_size = sizeof engine_2_0, .n_generated = 6};
-    CHECK(adil_copy_out(&caller_2_1, &engine_2_0, sizeof engine_2_0, ADIL_SIZE_2_0_RUN_STATS, "s") == ADIL_OK);
+    CHECK(adil_copy_out(&caller_2_1, &engine_2_0, sizeof engine_2_0, ADIL_SIZE_2_0_RUN_STATS, "s") ==
+          ADIL_OK);
     CHECK(caller_2_1.v2_0.n_generated == 6 && caller_2_1.appended == 13);
     CHECK(caller_2_1.v2_0.struct_size == sizeof caller_2_1);
 
@@ -89,8 +88,7 @@ static void test_copy_out(const guarded *g)
 }
 
 /* The CPU engine's ABI, called through the linked symbols. */
-static void test_cpu_engine(void)
-{
+static void test_cpu_engine(void) {
     stub_api api;
     memset(&api, 0, sizeof api);
 #define LINKED(name) api.name = adil_##name;
@@ -106,8 +104,7 @@ static void test_cpu_engine(void)
     unlink(path);
 }
 
-int main(void)
-{
+int main(void) {
     guarded g;
     if (!guarded_init(&g)) {
         fprintf(stderr, "cannot map a guard page\n");

@@ -12,21 +12,22 @@
 
 /* A 200-byte turn paced at 5 ms a token: a whole second if never cancelled. */
 static const char SLOW_SCRIPT[] =
-    "{\"turns\": [{\"text\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+    "{\"turns\": [{\"text\": "
+    "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+    "x"
     "xxxxxxxxxxxx\"}, {\"text\": \"next\"}], \"token_delay_ms\": 5}";
 
 /* What the canceller thread does: wait, then cancel, noting when. */
 typedef struct canceller {
     const stub_api *api;
-    adil_run *run;              /* cancel this run, or */
-    adil_cancel_flag *flag;     /* set this flag */
+    adil_run *run;          /* cancel this run, or */
+    adil_cancel_flag *flag; /* set this flag */
     long after_ms;
     double cancelled_at;
 } canceller;
 
-static void *cancel_later(void *arg)
-{
+static void *cancel_later(void *arg) {
     canceller *c = arg;
     test_sleep_ms(c->after_ms);
     c->cancelled_at = test_now_ms();
@@ -37,12 +38,10 @@ static void *cancel_later(void *arg)
     return NULL;
 }
 
-static void test_pacing(const stub_api *api, adil_engine *engine)
-{
+static void test_pacing(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
     CHECK_STATUS(api, test_load_data(api, engine, "stub_paced.json", &model), ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     double start = test_now_ms();
     test_output out;
     CHECK_STATUS(api, test_call(api, model, &out), ADIL_OK);
@@ -53,7 +52,8 @@ static void test_pacing(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 
     /* With no turn left, the answer is empty and stops at once, unpaced. */
-    CHECK_STATUS(api, test_load_text(api, engine, "{\"turns\": [], \"token_delay_ms\": 200}", &model), ADIL_OK);
+    CHECK_STATUS(api, test_load_text(api, engine, "{\"turns\": [], \"token_delay_ms\": 200}", &model),
+                 ADIL_OK);
     start = test_now_ms();
     CHECK_STATUS(api, test_call(api, model, &out), ADIL_OK);
     CHECK(out.len == 0 && out.stats.stop_reason == ADIL_STOP_END_OF_TEXT);
@@ -61,12 +61,10 @@ static void test_pacing(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 }
 
-static void test_step_budget(const stub_api *api, adil_engine *engine)
-{
+static void test_step_budget(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
     CHECK_STATUS(api, test_load_text(api, engine, SLOW_SCRIPT, &model), ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     adil_context *ctx = test_new_context(api, model, 0);
     adil_run_params params;
     api->run_default_params(&params);
@@ -87,12 +85,10 @@ static void test_step_budget(const stub_api *api, adil_engine *engine)
 }
 
 /* Runs the slow turn while another thread cancels after 30 ms. */
-static void cancel_from_thread(const stub_api *api, adil_engine *engine, bool use_flag)
-{
+static void cancel_from_thread(const stub_api *api, adil_engine *engine, bool use_flag) {
     adil_model *model = NULL;
     CHECK_STATUS(api, test_load_text(api, engine, SLOW_SCRIPT, &model), ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     adil_context *ctx = test_new_context(api, model, 0);
     adil_cancel_flag *flag = NULL;
     CHECK_STATUS(api, api->cancel_flag_new(&flag), ADIL_OK);
@@ -111,7 +107,7 @@ static void cancel_from_thread(const stub_api *api, adil_engine *engine, bool us
     CHECK_STATUS(api, out.status, ADIL_STATUS_CANCELLED);
     CHECK_HAS(out.error, "the run was cancelled after");
     CHECK(out.stats.stop_reason == ADIL_STOP_CANCELLED && out.stats.cancel_acknowledged == 1);
-    CHECK(out.len > 0 && out.len < 40);                 /* it stopped early, keeping what it wrote */
+    CHECK(out.len > 0 && out.len < 40); /* it stopped early, keeping what it wrote */
     CHECK(out.stats.n_generated == out.len);
     double latency = stopped_at - c.cancelled_at;
     if (latency > 20.0) {
@@ -126,20 +122,21 @@ static void cancel_from_thread(const stub_api *api, adil_engine *engine, bool us
     api->model_free(model);
 }
 
-static void test_deadlines(const stub_api *api, adil_engine *engine)
-{
+static void test_deadlines(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
-    CHECK_STATUS(api, test_load_text(api, engine,
-                                     "{\"turns\": [{\"text\": \"slow\"}, {\"text\": \"0123456789012345678901234567890123456789\"}],"
-                                     " \"token_delay_ms\": 50}",
-                                     &model),
-                 ADIL_OK);
-    if (model == NULL)
-        return;
+    CHECK_STATUS(
+        api,
+        test_load_text(
+            api, engine,
+            "{\"turns\": [{\"text\": \"slow\"}, {\"text\": \"0123456789012345678901234567890123456789\"}],"
+            " \"token_delay_ms\": 50}",
+            &model),
+        ADIL_OK);
+    if (model == NULL) return;
     adil_context *ctx = test_new_context(api, model, 0);
     adil_run_params params;
     api->run_default_params(&params);
-    params.read_timeout_ms = 10;   /* a token takes 50 ms */
+    params.read_timeout_ms = 10; /* a token takes 50 ms */
     adil_run *run = NULL;
     test_output out;
     double start = test_now_ms();
@@ -150,21 +147,22 @@ static void test_deadlines(const stub_api *api, adil_engine *engine)
     CHECK_STATUS(api, out.status, ADIL_STATUS_DEADLINE);
     CHECK_HAS(out.error, "read deadline of 10 ms expired waiting for token 1");
     CHECK(out.stats.stop_reason == ADIL_STOP_DEADLINE_READ && out.len == 0);
-    CHECK(elapsed >= 10.0 && elapsed < 50.0);   /* before the first token was due */
+    CHECK(elapsed >= 10.0 && elapsed < 50.0); /* before the first token was due */
     api->context_free(ctx);
     api->model_free(model);
 
     /* Total: the tokens made before the deadline stay in the step's output. */
-    CHECK_STATUS(api, test_load_text(api, engine,
-                                     "{\"turns\": [{\"text\": \"0123456789012345678901234567890123456789"
-                                     "0123456789012345678901234567890123456789\"}], \"token_delay_ms\": 4}",
-                                     &model),
+    CHECK_STATUS(api,
+                 test_load_text(api, engine,
+                                "{\"turns\": [{\"text\": \"0123456789012345678901234567890123456789"
+                                "0123456789012345678901234567890123456789\"}], \"token_delay_ms\": 4}",
+                                &model),
                  ADIL_OK);
     ctx = test_new_context(api, model, 0);
     api->run_default_params(&params);
     params.total_timeout_ms = 30;
     params.read_timeout_ms = 1000;
-    params.step_budget_ms = 1000;   /* one step lives through the deadline */
+    params.step_budget_ms = 1000; /* one step lives through the deadline */
     start = test_now_ms();
     CHECK_STATUS(api, test_start(api, ctx, &params, &run), ADIL_OK);
     test_drain(api, run, 256, &out);
@@ -186,11 +184,11 @@ static void test_deadlines(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 }
 
-static void test_sleep_tool(const stub_api *api, adil_engine *engine)
-{
+static void test_sleep_tool(const stub_api *api, adil_engine *engine) {
     char result[64];
     size_t len = 0;
-    CHECK_STATUS(api, api->sleep_tool(NULL, "{\"ms\": 5}", 9, NULL, NULL, result, sizeof result, &len), ADIL_OK);
+    CHECK_STATUS(api, api->sleep_tool(NULL, "{\"ms\": 5}", 9, NULL, NULL, result, sizeof result, &len),
+                 ADIL_OK);
     CHECK(len == 15 && memcmp(result, "{\"slept_ms\": 5}", 15) == 0);
     CHECK_STATUS(api, api->sleep_tool(NULL, "{\"ms\": 5}", 9, NULL, NULL, result, 4, &len),
                  ADIL_STATUS_INVALID_ARGUMENT);
@@ -225,32 +223,26 @@ static void test_sleep_tool(const stub_api *api, adil_engine *engine)
     adil_cancelled_fn cancelled = api->run_cancelled;
     CHECK(cancelled(run) == 0);
     api->run_cancel(run);
-    CHECK_STATUS(api, api->sleep_tool(NULL, "{\"ms\": 2000}", 12, cancelled, run, result, sizeof result, &len),
+    CHECK_STATUS(api,
+                 api->sleep_tool(NULL, "{\"ms\": 2000}", 12, cancelled, run, result, sizeof result, &len),
                  ADIL_STATUS_CANCELLED);
     api->run_free(run);
     api->context_free(ctx);
     api->model_free(model);
 }
 
-static void test_cancel_run_from_thread(const stub_api *api, adil_engine *engine)
-{
+static void test_cancel_run_from_thread(const stub_api *api, adil_engine *engine) {
     cancel_from_thread(api, engine, false);
 }
 
-static void test_cancel_flag_from_thread(const stub_api *api, adil_engine *engine)
-{
+static void test_cancel_flag_from_thread(const stub_api *api, adil_engine *engine) {
     cancel_from_thread(api, engine, true);
 }
 
-int main(void)
-{
+int main(void) {
     static const test_engine_case cases[] = {
-        test_pacing,
-        test_step_budget,
-        test_cancel_run_from_thread,
-        test_cancel_flag_from_thread,
-        test_deadlines,
-        test_sleep_tool,
+        test_pacing,    test_step_budget, test_cancel_run_from_thread, test_cancel_flag_from_thread,
+        test_deadlines, test_sleep_tool,
     };
     return test_stub_main("test_stub_cancel", cases, sizeof cases / sizeof cases[0]);
 }

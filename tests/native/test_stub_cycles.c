@@ -6,26 +6,22 @@
  */
 #include "test_stub_api.h"
 
-#define CYCLES 1000
-#define WARMUP 100
+#define CYCLES        1000
+#define WARMUP        100
 #define DLOPEN_CYCLES 20
 
 /* Resident set size in KiB, from /proc/self/statm; 0 if unknown. */
-static long rss_kib(void)
-{
+static long rss_kib(void) {
     FILE *f = fopen("/proc/self/statm", "r");
     long size = 0, resident = 0;
-    if (f == NULL)
-        return 0;
-    if (fscanf(f, "%ld %ld", &size, &resident) != 2)
-        resident = 0;
+    if (f == NULL) return 0;
+    if (fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
     fclose(f);
     return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 /* One whole life: engine, model, context, a full run and a cancelled one. */
-static void one_cycle(const stub_api *api)
-{
+static void one_cycle(const stub_api *api) {
     adil_engine *engine = test_open_engine(api);
     adil_model *model = NULL;
     CHECK_STATUS(api, test_load_data(api, engine, "stub_basic.json", &model), ADIL_OK);
@@ -52,20 +48,18 @@ static void one_cycle(const stub_api *api)
     }
     /* A failed load must not leak either. */
     adil_model *bad = NULL;
-    CHECK_STATUS(api, test_load_data(api, engine, "stub_bad_unknown_fault.json", &bad), ADIL_STATUS_MODEL_FORMAT);
+    CHECK_STATUS(api, test_load_data(api, engine, "stub_bad_unknown_fault.json", &bad),
+                 ADIL_STATUS_MODEL_FORMAT);
     api->model_free(model);
     api->engine_close(engine);
 }
 
-int main(void)
-{
+int main(void) {
     stub_api api;
-    if (!stub_api_open(&api, ADIL_STUB_LIBRARY))
-        return 1;
+    if (!stub_api_open(&api, ADIL_STUB_LIBRARY)) return 1;
     long before = 0;
     for (int i = 0; i < CYCLES && test_failures == 0; i++) {
-        if (i == WARMUP)
-            before = rss_kib();
+        if (i == WARMUP) before = rss_kib();
         one_cycle(&api);
     }
     long growth = rss_kib() - before;
@@ -78,8 +72,7 @@ int main(void)
 
     /* Loading and unloading the library itself leaves nothing behind. */
     for (int i = 0; i < DLOPEN_CYCLES && test_failures == 0; i++) {
-        if (!stub_api_open(&api, ADIL_STUB_LIBRARY))
-            return 1;
+        if (!stub_api_open(&api, ADIL_STUB_LIBRARY)) return 1;
         one_cycle(&api);
         stub_api_close(&api);
     }

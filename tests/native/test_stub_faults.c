@@ -5,13 +5,14 @@
  */
 #include "test_stub_api.h"
 
-static void test_status_faults(const stub_api *api, adil_engine *engine)
-{
+static void test_status_faults(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
     CHECK_STATUS(api, test_load_data(api, engine, "stub_faults.json", &model), ADIL_OK);
-    if (model == NULL)
-        return;
-    static const struct { adil_status status; const char *message; } faults[] = {
+    if (model == NULL) return;
+    static const struct {
+        adil_status status;
+        const char *message;
+    } faults[] = {
         {ADIL_STATUS_BUSY, "scripted fault on call 1: busy"},
         {ADIL_STATUS_MODEL_NOT_READY, "scripted fault on call 2: model_not_ready"},
         {ADIL_STATUS_CONTEXT_LENGTH, "scripted fault on call 3: context_length"},
@@ -33,25 +34,24 @@ static void test_status_faults(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 }
 
-static void test_not_ready_window(const stub_api *api, adil_engine *engine)
-{
+static void test_not_ready_window(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
     double loaded = test_now_ms();
-    CHECK_STATUS(api, test_load_text(api, engine,
-                                     "{\"turns\": [{\"text\": \"ready\"}],"
-                                     " \"faults\": [{\"not_ready_ms\": 150}, {\"on_call\": 1, \"status\": \"busy\"}]}",
-                                     &model),
-                 ADIL_OK);
-    if (model == NULL)
-        return;
+    CHECK_STATUS(
+        api,
+        test_load_text(api, engine,
+                       "{\"turns\": [{\"text\": \"ready\"}],"
+                       " \"faults\": [{\"not_ready_ms\": 150}, {\"on_call\": 1, \"status\": \"busy\"}]}",
+                       &model),
+        ADIL_OK);
+    if (model == NULL) return;
     test_output out;
     CHECK_STATUS(api, api->model_ready(model), ADIL_STATUS_MODEL_NOT_READY);
     CHECK_ERROR_HAS(api, "the model is not ready: expected 150 ms after load");
     CHECK_STATUS(api, test_call(api, model, &out), ADIL_STATUS_MODEL_NOT_READY);
     CHECK_ERROR_HAS(api, "adil_run_start: the model is not ready");
     CHECK_STATUS(api, test_call(api, model, &out), ADIL_STATUS_MODEL_NOT_READY);
-    while (test_now_ms() - loaded < 160)
-        test_sleep_ms(5);
+    while (test_now_ms() - loaded < 160) test_sleep_ms(5);
     CHECK_STATUS(api, api->model_ready(model), ADIL_OK);
     /* Refusals inside the window are not calls: the first accepted start is call 1. */
     CHECK_STATUS(api, test_call(api, model, &out), ADIL_STATUS_BUSY);
@@ -63,8 +63,7 @@ static void test_not_ready_window(const stub_api *api, adil_engine *engine)
 
 /* Starts a run and cancels it before its first step, with the run's own
  * flag or with a shared cancel flag. */
-static void cancelled_call(const stub_api *api, adil_model *model, bool use_flag, test_output *out)
-{
+static void cancelled_call(const stub_api *api, adil_model *model, bool use_flag, test_output *out) {
     adil_context *ctx = test_new_context(api, model, 0);
     adil_cancel_flag *flag = NULL;
     CHECK_STATUS(api, api->cancel_flag_new(&flag), ADIL_OK);
@@ -84,19 +83,18 @@ static void cancelled_call(const stub_api *api, adil_model *model, bool use_flag
     api->context_free(ctx);
 }
 
-static void test_late_answer(const stub_api *api, adil_engine *engine)
-{
+static void test_late_answer(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
-    CHECK_STATUS(api, test_load_text(api, engine,
-                                     "{\"turns\": [{\"text\": \"late but whole\"}, {\"text\": \"dropped\"},"
-                                     " {\"text\": \"also late\"}],"
-                                     " \"token_delay_ms\": 1,"
-                                     " \"faults\": [{\"on_call\": 1, \"late_answer\": true},"
-                                     "            {\"on_call\": 3, \"late_answer\": true}]}",
-                                     &model),
+    CHECK_STATUS(api,
+                 test_load_text(api, engine,
+                                "{\"turns\": [{\"text\": \"late but whole\"}, {\"text\": \"dropped\"},"
+                                " {\"text\": \"also late\"}],"
+                                " \"token_delay_ms\": 1,"
+                                " \"faults\": [{\"on_call\": 1, \"late_answer\": true},"
+                                "            {\"on_call\": 3, \"late_answer\": true}]}",
+                                &model),
                  ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     test_output out;
     cancelled_call(api, model, false, &out);
     CHECK_STATUS(api, out.status, ADIL_OK);
@@ -113,9 +111,7 @@ static void test_late_answer(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 }
 
-int main(void)
-{
-    static const test_engine_case cases[] = {test_status_faults, test_not_ready_window,
-                                             test_late_answer};
+int main(void) {
+    static const test_engine_case cases[] = {test_status_faults, test_not_ready_window, test_late_answer};
     return test_stub_main("test_stub_faults", cases, sizeof cases / sizeof cases[0]);
 }

@@ -7,27 +7,23 @@
  */
 #include "test_stub_api.h"
 
-static const char TURN1[] =
-    "Checking.<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\":  \"Oslo\", \"days\": [1, 2]}}</tool_call>";
+static const char TURN1[] = "Checking.<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\":  "
+                            "\"Oslo\", \"days\": [1, 2]}}</tool_call>";
 static const char TURN2[] =
     "<tool_call>{\"name\": \"set_counter\", \"arguments\": {\"value\": 9007199254740993}}</tool_call>";
 static const char TURN3[] = "It is sunny in Oslo. \xc3\xa6\xc3\xb8\xc3\xa5 \xf0\x9f\x98\x80";
 
-static bool output_is(const test_output *out, const char *expected)
-{
+static bool output_is(const test_output *out, const char *expected) {
     size_t n = strlen(expected);
-    if (out->len == n && memcmp(out->text, expected, n) == 0)
-        return true;
+    if (out->len == n && memcmp(out->text, expected, n) == 0) return true;
     fprintf(stderr, "output \"%.*s\", expected \"%s\"\n", (int)out->len, out->text, expected);
     return false;
 }
 
-static void test_turns_in_order(const stub_api *api, adil_engine *engine)
-{
+static void test_turns_in_order(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
     CHECK_STATUS(api, test_load_data(api, engine, "stub_basic.json", &model), ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     const char *expected[] = {TURN1, TURN2, TURN3, ""};
     for (int call = 0; call < 4; call++) {
         test_output out;
@@ -47,19 +43,17 @@ static void test_turns_in_order(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 }
 
-static void test_small_steps(const stub_api *api, adil_engine *engine)
-{
+static void test_small_steps(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
     CHECK_STATUS(api, test_load_data(api, engine, "stub_basic.json", &model), ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     adil_context *ctx = test_new_context(api, model, 0);
     adil_run *run = NULL;
     CHECK_STATUS(api, test_start(api, ctx, NULL, &run), ADIL_OK);
     test_output out;
     test_drain(api, run, 3, &out);
     CHECK(output_is(&out, TURN1));
-    CHECK(out.steps == (int)(strlen(TURN1) + 2) / 3 + 1);   /* full steps, then the EOS step */
+    CHECK(out.steps == (int)(strlen(TURN1) + 2) / 3 + 1); /* full steps, then the EOS step */
     /* A stopped run steps to zero tokens and ADIL_OK. */
     int32_t tokens[4];
     size_t n = 9;
@@ -74,16 +68,15 @@ static void test_small_steps(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 }
 
-static void test_max_tokens_and_stop_tokens(const stub_api *api, adil_engine *engine)
-{
+static void test_max_tokens_and_stop_tokens(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
-    CHECK_STATUS(api, test_load_text(api, engine,
-                                     "{\"turns\": [{\"text\": \"abcdefgh\"}, {\"text\": \"Hello! World\"},"
-                                     " {\"text\": \"four\"}]}",
-                                     &model),
+    CHECK_STATUS(api,
+                 test_load_text(api, engine,
+                                "{\"turns\": [{\"text\": \"abcdefgh\"}, {\"text\": \"Hello! World\"},"
+                                " {\"text\": \"four\"}]}",
+                                &model),
                  ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     adil_context *ctx = test_new_context(api, model, 0);
     adil_run_params params;
     api->run_default_params(&params);
@@ -128,19 +121,17 @@ static void test_max_tokens_and_stop_tokens(const stub_api *api, adil_engine *en
     api->model_free(model);
 }
 
-static void test_context_window(const stub_api *api, adil_engine *engine)
-{
+static void test_context_window(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
-    CHECK_STATUS(api, test_load_text(api, engine,
-                                     "{\"turns\": [{\"text\": \"0123456789\"}], \"context_length\": 16}", &model),
+    CHECK_STATUS(api,
+                 test_load_text(api, engine,
+                                "{\"turns\": [{\"text\": \"0123456789\"}], \"context_length\": 16}", &model),
                  ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     adil_context *ctx = test_new_context(api, model, 0);
     CHECK(api->context_size(ctx) == 16);
     int32_t prompt[20];
-    for (int i = 0; i < 20; i++)
-        prompt[i] = 'p';
+    for (int i = 0; i < 20; i++) prompt[i] = 'p';
     adil_run_params params;
     api->run_default_params(&params);
     params.max_tokens = 7;
@@ -150,7 +141,8 @@ static void test_context_window(const stub_api *api, adil_engine *engine)
     CHECK(run == NULL);
     params.max_tokens = 0;
     CHECK_STATUS(api, api->run_start(ctx, prompt, 16, &params, &run), ADIL_STATUS_CONTEXT_LENGTH);
-    CHECK_ERROR_HAS(api, "a prompt of 16 tokens leaves no room for output in the context window of 16 tokens");
+    CHECK_ERROR_HAS(api,
+                    "a prompt of 16 tokens leaves no room for output in the context window of 16 tokens");
     CHECK_STATUS(api, api->run_start(ctx, prompt, 20, &params, &run), ADIL_STATUS_CONTEXT_LENGTH);
     /* Refused starts are not calls and take no turn: max_tokens 0 = the rest of the window. */
     CHECK_STATUS(api, api->run_start(ctx, prompt, 10, &params, &run), ADIL_OK);
@@ -170,12 +162,10 @@ static void test_context_window(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 }
 
-static void test_bad_prompts(const stub_api *api, adil_engine *engine)
-{
+static void test_bad_prompts(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
     CHECK_STATUS(api, test_load_text(api, engine, "{\"turns\": [{\"text\": \"kept\"}]}", &model), ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     adil_context *ctx = test_new_context(api, model, 0);
     adil_run *run = NULL;
     const int32_t bad[] = {'a', 258};
@@ -199,7 +189,7 @@ static void test_bad_prompts(const stub_api *api, adil_engine *engine)
     sampling.struct_size = 4;
     CHECK_STATUS(api, api->run_start(ctx, good, 3, &params, &run), ADIL_STATUS_INVALID_ARGUMENT);
     sampling.struct_size = sizeof sampling;
-    params.grammar = (const adil_grammar *)&sampling;   /* the stub can make none: any is refused */
+    params.grammar = (const adil_grammar *)&sampling; /* the stub can make none: any is refused */
     CHECK_STATUS(api, api->run_start(ctx, good, 3, &params, &run), ADIL_STATUS_CAPABILITY);
     params.grammar = NULL;
     /* None of those was a call: the first good start gets the first turn. */
@@ -212,13 +202,12 @@ static void test_bad_prompts(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 }
 
-static void test_one_run_per_model(const stub_api *api, adil_engine *engine)
-{
+static void test_one_run_per_model(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
-    CHECK_STATUS(api, test_load_text(api, engine, "{\"turns\": [{\"text\": \"A\"}, {\"text\": \"B\"}]}", &model),
+    CHECK_STATUS(api,
+                 test_load_text(api, engine, "{\"turns\": [{\"text\": \"A\"}, {\"text\": \"B\"}]}", &model),
                  ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     adil_context *ctx1 = test_new_context(api, model, 0);
     adil_context *ctx2 = test_new_context(api, model, 0);
     adil_run *first = NULL, *second = NULL;
@@ -234,7 +223,7 @@ static void test_one_run_per_model(const stub_api *api, adil_engine *engine)
     api->run_free(first);
     CHECK_STATUS(api, test_start(api, ctx2, NULL, &second), ADIL_OK);
     test_drain(api, second, 64, &out);
-    CHECK(output_is(&out, "B"));   /* the refused starts took no turn */
+    CHECK(output_is(&out, "B")); /* the refused starts took no turn */
     api->run_free(second);
     api->run_free(NULL);
 
@@ -256,23 +245,19 @@ static void test_one_run_per_model(const stub_api *api, adil_engine *engine)
 /* A turn of 1.5 MB comes out whole, byte for byte, in steps of 256 tokens:
  * the stub's cost per token does not depend on how far into the turn it is
  * (the run only keeps a position in the compiled turn). */
-static void test_long_output(const stub_api *api, adil_engine *engine)
-{
+static void test_long_output(const stub_api *api, adil_engine *engine) {
     enum { LEN = 1500000 };
     static const char head[] = "{\"context_length\": 2000000, \"turns\": [{\"text\": \"";
     static const char tail[] = "\"}]}";
     char *json = malloc(sizeof head + LEN + sizeof tail);
-    if (json == NULL)
-        return;
+    if (json == NULL) return;
     memcpy(json, head, sizeof head - 1);
-    for (size_t i = 0; i < LEN; i++)
-        json[sizeof head - 1 + i] = (char)('a' + i % 26);
+    for (size_t i = 0; i < LEN; i++) json[sizeof head - 1 + i] = (char)('a' + i % 26);
     memcpy(json + sizeof head - 1 + LEN, tail, sizeof tail);
     adil_model *model = NULL;
     CHECK_STATUS(api, test_load_text(api, engine, json, &model), ADIL_OK);
     free(json);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     adil_context *ctx = test_new_context(api, model, 2000000);
     adil_run *run = NULL;
     CHECK_STATUS(api, test_start(api, ctx, NULL, &run), ADIL_OK);
@@ -281,8 +266,7 @@ static void test_long_output(const stub_api *api, adil_engine *engine)
         int32_t tokens[256];
         size_t n = 0;
         adil_status st = api->run_step(run, tokens, 256, &n);
-        for (size_t i = 0; i < n; i++, total++)
-            wrong += tokens[i] != 'a' + (int32_t)(total % 26);
+        for (size_t i = 0; i < n; i++, total++) wrong += tokens[i] != 'a' + (int32_t)(total % 26);
         if (st != ADIL_OK || n == 0) {
             CHECK_STATUS(api, st, ADIL_OK);
             break;
@@ -297,11 +281,11 @@ static void test_long_output(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 }
 
-int main(void)
-{
+int main(void) {
     static const test_engine_case cases[] = {
         test_turns_in_order, test_small_steps, test_max_tokens_and_stop_tokens,
-        test_context_window, test_bad_prompts, test_one_run_per_model, test_long_output,
+        test_context_window, test_bad_prompts, test_one_run_per_model,
+        test_long_output,
     };
     return test_stub_main("test_stub_generate", cases, sizeof cases / sizeof cases[0]);
 }

@@ -8,8 +8,7 @@
 
 #include <sys/stat.h>
 
-static void test_handshake(const stub_api *api)
-{
+static void test_handshake(const stub_api *api) {
     CHECK(api->abi_version() == ADIL_MAKE_VERSION(2, 0));
     const adil_component_info *info = api->component();
     CHECK(info != NULL);
@@ -44,24 +43,32 @@ static void test_handshake(const stub_api *api)
     CHECK_STATUS(api, api->engine_open(&host, &params, &engine), ADIL_STATUS_CAPABILITY);
     params.backend = "cpu";
     CHECK_STATUS(api, api->engine_open(&host, &params, &engine), ADIL_OK);
-    CHECK(strcmp(api->last_error(), "") == 0);   /* success clears the message */
+    CHECK(strcmp(api->last_error(), "") == 0); /* success clears the message */
     api->engine_close(engine);
 }
 
-static void test_status_strings(const stub_api *api)
-{
-    static const char *const names[] = {"ok", "cancelled", "deadline", "busy", "model_not_ready",
-                                        "context_length", "capability", "output_validation",
-                                        "model_format", "host_refused", "invalid_argument", "io",
-                                        "out_of_memory", "internal"};
+static void test_status_strings(const stub_api *api) {
+    static const char *const names[] = {"ok",
+                                        "cancelled",
+                                        "deadline",
+                                        "busy",
+                                        "model_not_ready",
+                                        "context_length",
+                                        "capability",
+                                        "output_validation",
+                                        "model_format",
+                                        "host_refused",
+                                        "invalid_argument",
+                                        "io",
+                                        "out_of_memory",
+                                        "internal"};
     CHECK(sizeof names / sizeof names[0] == ADIL_STATUS_LAST + 1);
     for (int s = 0; s <= ADIL_STATUS_LAST; s++)
         CHECK(strcmp(api->status_string((adil_status)s), names[s]) == 0);
     CHECK(strcmp(api->status_string((adil_status)99), "unknown") == 0);
 }
 
-static void test_default_params(const stub_api *api)
-{
+static void test_default_params(const stub_api *api) {
     adil_sampling_params s;
     api->sampling_default_params(&s);
     CHECK(s.struct_size == sizeof s && s.temperature == 0.8f && s.top_k == 40 && s.top_p == 0.95f);
@@ -96,34 +103,47 @@ static const bad_script BAD_SCRIPTS[] = {
     {"{\"turns\": {}}", "turns: expected an array of turns, got object"},
     {"{\"turns\": [7]}", "turns[0]: expected an object"},
     {"{\"turns\": [{\"text\": 5}]}", "turns[0].text: expected a string, got number 5 at offset 20"},
-    {"{\"turns\": [{\"txt\": \"a\"}]}", "turns[0]: expected one of the keys text, tool_call, got unknown key \"txt\""},
+    {"{\"turns\": [{\"txt\": \"a\"}]}",
+     "turns[0]: expected one of the keys text, tool_call, got unknown key \"txt\""},
     {"{\"turns\": [{\"tool_call\": {\"name\": \"\", \"arguments\": {}}}]}",
      "turns[0].tool_call.name: expected a non-empty string"},
     {"{\"turns\": [{\"tool_call\": {\"arguments\": {}}}]}", "turns[0].tool_call: expected a key \"name\""},
-    {"{\"turns\": [{\"tool_call\": {\"name\": \"x\"}}]}", "exactly one of \"arguments\" and \"arguments_json\", got neither"},
+    {"{\"turns\": [{\"tool_call\": {\"name\": \"x\"}}]}",
+     "exactly one of \"arguments\" and \"arguments_json\", got neither"},
     {"{\"turns\": [{\"tool_call\": {\"name\": \"x\", \"arguments\": {}, \"arguments_json\": \"{}\"}}]}",
      "got both"},
     {"{\"turns\": [{\"tool_call\": {\"name\": \"x\", \"arguments_json\": {}}}]}",
      "turns[0].tool_call.arguments_json: expected a string"},
-    {"{\"turns\": [], \"token_delay_ms\": -1}", "token_delay_ms: expected an integer from 0 to 60000, got number -1"},
+    {"{\"turns\": [], \"token_delay_ms\": -1}",
+     "token_delay_ms: expected an integer from 0 to 60000, got number -1"},
     {"{\"turns\": [], \"token_delay_ms\": 1.5}", "token_delay_ms: expected an integer from 0 to 60000"},
     {"{\"turns\": [], \"token_delay_ms\": 60001}", "expected an integer from 0 to 60000, got number 60001"},
     {"{\"turns\": [], \"context_length\": 0}", "context_length: expected an integer from 1 to 16777216"},
     {"{\"turns\": [], \"faults\": {}}", "faults: expected an array of faults"},
     {"{\"turns\": [], \"faults\": [{\"on_call\": 1, \"status\": \"exploded\"}]}",
-     "faults[0].status: expected \"busy\", \"model_not_ready\", \"context_length\" or \"capability\", got string \"exploded\""},
-    {"{\"turns\": [], \"faults\": [{\"on_call\": 0, \"status\": \"busy\"}]}", "faults[0].on_call: expected an integer from 1"},
+     "faults[0].status: expected \"busy\", \"model_not_ready\", \"context_length\" or \"capability\", got "
+     "string \"exploded\""},
+    {"{\"turns\": [], \"faults\": [{\"on_call\": 0, \"status\": \"busy\"}]}",
+     "faults[0].on_call: expected an integer from 1"},
     {"{\"turns\": [], \"faults\": [{\"status\": \"busy\"}]}", "faults[0]: expected a key \"on_call\""},
-    {"{\"turns\": [], \"faults\": [{\"on_call\": 1}]}", "expected exactly one of \"status\" and \"late_answer\", got neither"},
-    {"{\"turns\": [], \"faults\": [{\"on_call\": 1, \"status\": \"busy\", \"late_answer\": true}]}", "got both"},
-    {"{\"turns\": [], \"faults\": [{\"on_call\": 1, \"late_answer\": false}]}", "faults[0].late_answer: expected true, got boolean false"},
-    {"{\"turns\": [], \"faults\": [{\"on_call\": 2, \"status\": \"busy\"}, {\"on_call\": 2, \"late_answer\": true}]}",
+    {"{\"turns\": [], \"faults\": [{\"on_call\": 1}]}",
+     "expected exactly one of \"status\" and \"late_answer\", got neither"},
+    {"{\"turns\": [], \"faults\": [{\"on_call\": 1, \"status\": \"busy\", \"late_answer\": true}]}",
+     "got both"},
+    {"{\"turns\": [], \"faults\": [{\"on_call\": 1, \"late_answer\": false}]}",
+     "faults[0].late_answer: expected true, got boolean false"},
+    {"{\"turns\": [], \"faults\": [{\"on_call\": 2, \"status\": \"busy\"}, {\"on_call\": 2, \"late_answer\": "
+     "true}]}",
      "faults[1].on_call: expected at most one fault per call, got a second for call 2"},
-    {"{\"turns\": [], \"faults\": [{\"not_ready_ms\": 5, \"on_call\": 1}]}", "expected \"not_ready_ms\" alone"},
-    {"{\"turns\": [], \"faults\": [{\"not_ready_ms\": 5}, {\"not_ready_ms\": 6}]}", "at most one not_ready_ms fault"},
-    {"{\"turns\": [], \"faults\": [{\"not_ready_ms\": \"5\"}]}", "faults[0].not_ready_ms: expected an integer"},
+    {"{\"turns\": [], \"faults\": [{\"not_ready_ms\": 5, \"on_call\": 1}]}",
+     "expected \"not_ready_ms\" alone"},
+    {"{\"turns\": [], \"faults\": [{\"not_ready_ms\": 5}, {\"not_ready_ms\": 6}]}",
+     "at most one not_ready_ms fault"},
+    {"{\"turns\": [], \"faults\": [{\"not_ready_ms\": \"5\"}]}",
+     "faults[0].not_ready_ms: expected an integer"},
     {"{\"turns\": [], \"faults\": [{\"on_call\": 1, \"explode\": true}]}", "unknown key \"explode\""},
-    {"{\"turns\": [1,]}", "expected a value (true, false, null, a number, a string, [ or {), got ']' at offset 13"},
+    {"{\"turns\": [1,]}",
+     "expected a value (true, false, null, a number, a string, [ or {), got ']' at offset 13"},
     {"{\"turns\": []} x", "expected the end of the input after the top-level value, got 'x' at offset 14"},
     {"{\"turns\": [{\"text\": \"\xff\"}]}", "expected valid UTF-8, got byte 0xff at offset 21"},
     {"{\"turns\": [{\"text\": \"\xc0\x80\"}]}", "expected valid UTF-8, got byte 0xc0"},
@@ -138,8 +158,7 @@ static const bad_script BAD_SCRIPTS[] = {
     {"{\"turns\": [tru]}", "got 't' at offset 11"},
 };
 
-static void test_bad_scripts(const stub_api *api, adil_engine *engine)
-{
+static void test_bad_scripts(const stub_api *api, adil_engine *engine) {
     for (size_t i = 0; i < sizeof BAD_SCRIPTS / sizeof BAD_SCRIPTS[0]; i++) {
         adil_model *model = NULL;
         adil_status st = test_load_text(api, engine, BAD_SCRIPTS[i].json, &model);
@@ -153,20 +172,18 @@ static void test_bad_scripts(const stub_api *api, adil_engine *engine)
     }
 }
 
-static void test_deep_nesting(const stub_api *api, adil_engine *engine)
-{
+static void test_deep_nesting(const stub_api *api, adil_engine *engine) {
     char json[400];
-    size_t n = (size_t)snprintf(json, sizeof json, "{\"turns\": [{\"tool_call\": {\"name\": \"x\", \"arguments\": ");
-    for (int i = 0; i < 100; i++)
-        json[n++] = '[';
+    size_t n =
+        (size_t)snprintf(json, sizeof json, "{\"turns\": [{\"tool_call\": {\"name\": \"x\", \"arguments\": ");
+    for (int i = 0; i < 100; i++) json[n++] = '[';
     json[n] = '\0';
     adil_model *model = NULL;
     CHECK_STATUS(api, test_load_text(api, engine, json, &model), ADIL_STATUS_MODEL_FORMAT);
     CHECK_ERROR_HAS(api, "nesting deeper than 64 levels");
 }
 
-static void test_bad_files(const stub_api *api, adil_engine *engine)
-{
+static void test_bad_files(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
     CHECK_STATUS(api, api->model_load(engine, "/nonexistent/script.json", NULL, &model), ADIL_STATUS_IO);
     CHECK_ERROR_HAS(api, "/nonexistent/script.json");
@@ -184,10 +201,12 @@ static void test_bad_files(const stub_api *api, adil_engine *engine)
     alarm(0);
     CHECK_ERROR_HAS(api, "expected a regular file, got a named pipe (FIFO)");
     unlink(fifo);
-    CHECK_STATUS(api, test_load_data(api, engine, "stub_bad_unknown_fault.json", &model), ADIL_STATUS_MODEL_FORMAT);
+    CHECK_STATUS(api, test_load_data(api, engine, "stub_bad_unknown_fault.json", &model),
+                 ADIL_STATUS_MODEL_FORMAT);
     CHECK_ERROR_HAS(api, "stub_bad_unknown_fault.json': faults[0]: expected one of the keys on_call, status, "
                          "late_answer, not_ready_ms, got unknown key \"slow_tool_ms\" at offset 54");
-    CHECK_STATUS(api, test_load_data(api, engine, "stub_bad_truncated.json", &model), ADIL_STATUS_MODEL_FORMAT);
+    CHECK_STATUS(api, test_load_data(api, engine, "stub_bad_truncated.json", &model),
+                 ADIL_STATUS_MODEL_FORMAT);
     CHECK_ERROR_HAS(api, "expected ',' or ']' in an array, got end of input at offset 36");
     CHECK_STATUS(api, api->model_load(NULL, "x", NULL, &model), ADIL_STATUS_INVALID_ARGUMENT);
     adil_model_params small = {.struct_size = 4};
@@ -195,12 +214,10 @@ static void test_bad_files(const stub_api *api, adil_engine *engine)
     CHECK_ERROR_HAS(api, "struct_size expected at least");
 }
 
-static void test_model_info(const stub_api *api, adil_engine *engine)
-{
+static void test_model_info(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
     CHECK_STATUS(api, test_load_data(api, engine, "stub_basic.json", &model), ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     adil_model_info info;
     memset(&info, 0xAB, sizeof info);
     info.struct_size = sizeof info;
@@ -228,12 +245,10 @@ static void test_model_info(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 }
 
-static void test_tokenizer(const stub_api *api, adil_engine *engine)
-{
+static void test_tokenizer(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
     CHECK_STATUS(api, test_load_text(api, engine, "{\"turns\": []}", &model), ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     int32_t tokens[16];
     size_t n = 0;
     CHECK_STATUS(api, api->tokenize(model, "a<bos>b<eos>", 12, -1, 1, tokens, 16, &n), ADIL_OK);
@@ -263,18 +278,18 @@ static void test_tokenizer(const stub_api *api, adil_engine *engine)
     CHECK(len == 5 && memcmp(piece, "<eos>", 5) == 0);
     CHECK_STATUS(api, api->token_to_piece(model, 256, 1, piece, 2, &len), ADIL_OK);
     CHECK(len == 5 && memcmp(piece, "<b", 2) == 0);
-    CHECK_STATUS(api, api->token_to_piece(model, 258, 0, piece, sizeof piece, &len), ADIL_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(api, api->token_to_piece(model, 258, 0, piece, sizeof piece, &len),
+                 ADIL_STATUS_INVALID_ARGUMENT);
     CHECK_ERROR_HAS(api, "token expected in [0, 258), got 258");
-    CHECK_STATUS(api, api->token_to_piece(model, -1, 0, piece, sizeof piece, &len), ADIL_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(api, api->token_to_piece(model, -1, 0, piece, sizeof piece, &len),
+                 ADIL_STATUS_INVALID_ARGUMENT);
     api->model_free(model);
 }
 
-static void test_capabilities(const stub_api *api, adil_engine *engine)
-{
+static void test_capabilities(const stub_api *api, adil_engine *engine) {
     adil_model *model = NULL;
     CHECK_STATUS(api, test_load_text(api, engine, "{\"turns\": []}", &model), ADIL_OK);
-    if (model == NULL)
-        return;
+    if (model == NULL) return;
     adil_context *ctx = test_new_context(api, model, 0);
     int32_t tokens[2] = {1, 2};
     float logits[600];
@@ -288,11 +303,9 @@ static void test_capabilities(const stub_api *api, adil_engine *engine)
     api->model_free(model);
 }
 
-int main(void)
-{
+int main(void) {
     stub_api api;
-    if (!stub_api_open(&api, ADIL_STUB_LIBRARY))
-        return 1;
+    if (!stub_api_open(&api, ADIL_STUB_LIBRARY)) return 1;
     test_handshake(&api);
     test_status_strings(&api);
     test_default_params(&api);

@@ -7,11 +7,9 @@
 #include "test_stub_api.h"
 #include "struct_size_checks.h"
 
-int main(void)
-{
+int main(void) {
     stub_api api;
-    if (!stub_api_open(&api, ADIL_STUB_LIBRARY))
-        return 1;
+    if (!stub_api_open(&api, ADIL_STUB_LIBRARY)) return 1;
     check_struct_sizes(&api, ADIL_TEST_DATA_DIR "/stub_basic.json");
     stub_api_close(&api);
     return test_report("test_stub_struct_sizes");

@@ -16,13 +16,11 @@
 enum { LONG_TURN = 1000000 };
 
 /* A script with one unpaced turn of LONG_TURN bytes. */
-static char *long_script(void)
-{
+static char *long_script(void) {
     static const char head[] = "{\"context_length\": 2000000, \"turns\": [{\"text\": \"";
     static const char tail[] = "\"}]}";
     char *json = malloc(sizeof head + LONG_TURN + sizeof tail);
-    if (json == NULL)
-        return NULL;
+    if (json == NULL) return NULL;
     memcpy(json, head, sizeof head - 1);
     memset(json + sizeof head - 1, 'x', LONG_TURN);
     memcpy(json + sizeof head - 1 + LONG_TURN, tail, sizeof tail);
@@ -31,17 +29,15 @@ static char *long_script(void)
 
 typedef struct canceller {
     const stub_api *api;
-    adil_run *run;              /* cancel this run, or */
-    adil_cancel_flag *flag;     /* set this flag */
-    atomic_int *stepping;       /* set by the stepping thread just before its step */
-    int polls_before;           /* adil_run_cancelled answers before the cancel */
+    adil_run *run;          /* cancel this run, or */
+    adil_cancel_flag *flag; /* set this flag */
+    atomic_int *stepping;   /* set by the stepping thread just before its step */
+    int polls_before;       /* adil_run_cancelled answers before the cancel */
 } canceller;
 
-static void *cancel_during_step(void *arg)
-{
+static void *cancel_during_step(void *arg) {
     canceller *c = arg;
-    while (!atomic_load(c->stepping))
-        test_sleep_ms(1);
+    while (!atomic_load(c->stepping)) test_sleep_ms(1);
     for (int i = 0; i < 3; i++) /* "any thread": polled while the step runs */
         c->polls_before += c->api->run_cancelled(c->run);
     if (c->flag != NULL)
@@ -51,15 +47,14 @@ static void *cancel_during_step(void *arg)
     return NULL;
 }
 
-static void cancel_from_thread(const stub_api *api, adil_model *model, bool use_flag)
-{
+static void cancel_from_thread(const stub_api *api, adil_model *model, bool use_flag) {
     adil_context *ctx = test_new_context(api, model, 2000000);
     adil_cancel_flag *flag = NULL;
     CHECK_STATUS(api, api->cancel_flag_new(&flag), ADIL_OK);
     adil_run_params params;
     api->run_default_params(&params);
     params.cancel_flag = flag;
-    params.step_budget_ms = 600000;   /* one step: the cancel lands inside it */
+    params.step_budget_ms = 600000; /* one step: the cancel lands inside it */
     adil_run *run = NULL;
     CHECK_STATUS(api, test_start(api, ctx, &params, &run), ADIL_OK);
     int32_t *tokens = malloc(LONG_TURN * sizeof *tokens);
@@ -89,14 +84,12 @@ static void cancel_from_thread(const stub_api *api, adil_model *model, bool use_
 
 /* Each call of the script gets the next turn, so the model is loaded again
  * for each of the two cancels. */
-static void test_cancel_during_a_long_step(const stub_api *api, adil_engine *engine)
-{
+static void test_cancel_during_a_long_step(const stub_api *api, adil_engine *engine) {
     char *json = long_script();
     for (int use_flag = 0; json != NULL && use_flag <= 1; use_flag++) {
         adil_model *model = NULL;
         CHECK_STATUS(api, test_load_text(api, engine, json, &model), ADIL_OK);
-        if (model != NULL)
-            cancel_from_thread(api, model, use_flag);
+        if (model != NULL) cancel_from_thread(api, model, use_flag);
         api->model_free(model);
     }
     free(json);
@@ -107,25 +100,22 @@ static void test_cancel_during_a_long_step(const stub_api *api, adil_engine *eng
 typedef struct model_job {
     const stub_api *api;
     adil_model *model;
-    char expected[3][16];       /* the model's three turns */
+    char expected[3][16]; /* the model's three turns */
     int wrong;
 } model_job;
 
-static void *run_turns(void *arg)
-{
+static void *run_turns(void *arg) {
     model_job *job = arg;
     for (int turn = 0; turn < 3; turn++) {
         test_output out;
-        if (test_call(job->api, job->model, &out) != ADIL_OK ||
-            out.len != strlen(job->expected[turn]) ||
+        if (test_call(job->api, job->model, &out) != ADIL_OK || out.len != strlen(job->expected[turn]) ||
             memcmp(out.text, job->expected[turn], out.len) != 0)
             job->wrong++;
     }
     return NULL;
 }
 
-static void test_models_on_threads(const stub_api *api, adil_engine *engine)
-{
+static void test_models_on_threads(const stub_api *api, adil_engine *engine) {
     enum { N = 4 };
     model_job jobs[N];
     pthread_t threads[N];
@@ -144,16 +134,14 @@ static void test_models_on_threads(const stub_api *api, adil_engine *engine)
     for (int i = 0; i < N; i++)
         CHECK(jobs[i].model != NULL && pthread_create(&threads[i], NULL, run_turns, &jobs[i]) == 0);
     for (int i = 0; i < N; i++) {
-        if (jobs[i].model == NULL)
-            continue;
+        if (jobs[i].model == NULL) continue;
         pthread_join(threads[i], NULL);
         CHECK(jobs[i].wrong == 0);
         api->model_free(jobs[i].model);
     }
 }
 
-int main(void)
-{
+int main(void) {
     alarm(240); /* a hang fails the test (SIGALRM) */
     static const test_engine_case cases[] = {test_cancel_during_a_long_step, test_models_on_threads};
     return test_stub_main("test_stub_threads", cases, sizeof cases / sizeof cases[0]);

@@ -10,23 +10,19 @@
 
 #include <libgen.h>
 
-static bool variant_path(const char *name, char *path, size_t cap)
-{
+static bool variant_path(const char *name, char *path, size_t cap) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s", ADIL_STUB_LIBRARY);
     snprintf(path, cap, "%s/libadil_stub_%s.so", dirname(dir), name);
-    if (access(path, R_OK) == 0)
-        return true;
+    if (access(path, R_OK) == 0) return true;
     printf("skipped: %s not built (configure with -DADIL_TEST_VARIANTS=ON)\n", path);
     return false;
 }
 
 /* dlopens a variant and checks the one thing that makes it what it is. */
-static void *open_variant(const char *name)
-{
+static void *open_variant(const char *name) {
     char path[600];
-    if (!variant_path(name, path, sizeof path))
-        return NULL;
+    if (!variant_path(name, path, sizeof path)) return NULL;
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {
         fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
@@ -35,16 +31,17 @@ static void *open_variant(const char *name)
     return handle;
 }
 
-static void test_abi_versions(void)
-{
-    static const struct { const char *name; uint32_t version; } variants[] = {
+static void test_abi_versions(void) {
+    static const struct {
+        const char *name;
+        uint32_t version;
+    } variants[] = {
         {"abi1", ADIL_MAKE_VERSION(1, 0)},
         {"abi3", ADIL_MAKE_VERSION(3, 0)},
     };
     for (size_t i = 0; i < 2; i++) {
         void *handle = open_variant(variants[i].name);
-        if (handle == NULL)
-            continue;
+        if (handle == NULL) continue;
         uint32_t (*abi_version)(void) = (uint32_t (*)(void))dlsym(handle, "adil_abi_version");
         const adil_component_info *(*component)(void) =
             (const adil_component_info *(*)(void))dlsym(handle, "adil_component");
@@ -54,11 +51,9 @@ static void test_abi_versions(void)
     }
 }
 
-static void test_missing_symbol(void)
-{
+static void test_missing_symbol(void) {
     void *handle = open_variant("missing_symbol");
-    if (handle == NULL)
-        return;
+    if (handle == NULL) return;
     CHECK(dlsym(handle, "adil_run_step") == NULL);
     CHECK(dlsym(handle, "adil_run_start") != NULL);
     uint32_t (*abi_version)(void) = (uint32_t (*)(void))dlsym(handle, "adil_abi_version");
@@ -66,11 +61,9 @@ static void test_missing_symbol(void)
     dlclose(handle);
 }
 
-static void test_short_struct(void)
-{
+static void test_short_struct(void) {
     void *handle = open_variant("short_struct");
-    if (handle == NULL)
-        return;
+    if (handle == NULL) return;
     const adil_component_info *(*component)(void) =
         (const adil_component_info *(*)(void))dlsym(handle, "adil_component");
     CHECK(component != NULL && component()->size_run_params == sizeof(adil_run_params) - 8);
@@ -81,11 +74,9 @@ static void test_short_struct(void)
 
 /* Reports ABI 2.1 and every struct 8 bytes larger (appended fields); a 2.0
  * host opens it with its 2.0 structs and it generates. */
-static void test_abi2_1(void)
-{
+static void test_abi2_1(void) {
     char path[600];
-    if (!variant_path("abi2_1", path, sizeof path))
-        return;
+    if (!variant_path("abi2_1", path, sizeof path)) return;
     stub_api api;
     if (!stub_api_open(&api, path)) {
         test_failures++;
@@ -101,18 +92,15 @@ static void test_abi2_1(void)
     adil_model *model = NULL;
     CHECK_STATUS(&api, test_load_data(&api, engine, "stub_basic.json", &model), ADIL_OK);
     test_output out;
-    if (model != NULL)
-        CHECK_STATUS(&api, test_call(&api, model, &out), ADIL_OK);
+    if (model != NULL) CHECK_STATUS(&api, test_call(&api, model, &out), ADIL_OK);
     api.model_free(model);
     api.engine_close(engine);
     stub_api_close(&api);
 }
 
-static void test_refuses_host(void)
-{
+static void test_refuses_host(void) {
     char path[600];
-    if (!variant_path("refuses_host", path, sizeof path))
-        return;
+    if (!variant_path("refuses_host", path, sizeof path)) return;
     stub_api api;
     if (!stub_api_open(&api, path)) {
         test_failures++;
@@ -127,8 +115,7 @@ static void test_refuses_host(void)
     stub_api_close(&api);
 }
 
-int main(void)
-{
+int main(void) {
     test_abi_versions();
     test_missing_symbol();
     test_short_struct();
@@ -136,14 +123,12 @@ int main(void)
     test_refuses_host();
     /* The good stub still opens and serves after all of that. */
     stub_api api;
-    if (!stub_api_open(&api, ADIL_STUB_LIBRARY))
-        return 1;
+    if (!stub_api_open(&api, ADIL_STUB_LIBRARY)) return 1;
     adil_engine *engine = test_open_engine(&api);
     adil_model *model = NULL;
     CHECK_STATUS(&api, test_load_data(&api, engine, "stub_basic.json", &model), ADIL_OK);
     test_output out;
-    if (model != NULL)
-        CHECK_STATUS(&api, test_call(&api, model, &out), ADIL_OK);
+    if (model != NULL) CHECK_STATUS(&api, test_call(&api, model, &out), ADIL_OK);
     api.model_free(model);
     api.engine_close(engine);
     stub_api_close(&api);

@@ -40,8 +40,10 @@ typedef struct counts {
 
 static void part(void *ctx, int ith, int nth) {
     counts *c = ctx;
-    if (ith < 0 || ith >= nth || nth != c->n_threads) atomic_fetch_add(&c->bad_ith, 1);
-    else atomic_fetch_add(&c->hits[ith], 1);
+    if (ith < 0 || ith >= nth || nth != c->n_threads)
+        atomic_fetch_add(&c->bad_ith, 1);
+    else
+        atomic_fetch_add(&c->hits[ith], 1);
 }
 
 static void chunk(void *ctx, int64_t k, int ith) {
@@ -96,8 +98,10 @@ static void test_pool(int n_threads) {
     /* the hot path: many small jobs back to back */
     for (int i = 0; i < 3000; i++) {
         counts *c = fresh(n_threads);
-        if (i % 2) adil_pool_run(pool, part, c);
-        else adil_pool_for(pool, 1 + i % 9, chunk, c);
+        if (i % 2)
+            adil_pool_run(pool, part, c);
+        else
+            adil_pool_for(pool, 1 + i % 9, chunk, c);
         check_all_once(c, i % 2 ? n_threads : 1 + i % 9);
         free(c);
     }
@@ -117,9 +121,9 @@ static void tick_chunk(void *ctx, int64_t k, int ith) {
     atomic_fetch_add((atomic_int *)ctx, 1);
 }
 
-#define RACE_THREADS 8  /* more than the cores of a CI machine */
-#define RACE_LOOPS 4    /* loops at once, so that workers are often preempted */
-#define RACE_CYCLES 400
+#define RACE_THREADS 8 /* more than the cores of a CI machine */
+#define RACE_LOOPS   4 /* loops at once, so that workers are often preempted */
+#define RACE_CYCLES  400
 
 /* Pools created, given one or two tiny jobs and freed at once, over and
  * over; every 4th cycle the workers park first, so the job wakes them.  The

@@ -28,8 +28,7 @@ typedef struct vocab {
     uint32_t n;
 } vocab;
 
-static int32_t add(vocab *v, const char *text, float score, int32_t type)
-{
+static int32_t add(vocab *v, const char *text, float score, int32_t type) {
     v->text[v->n] = text;
     v->len[v->n] = (uint32_t)strlen(text);
     v->score[v->n] = score;
@@ -38,8 +37,7 @@ static int32_t add(vocab *v, const char *text, float score, int32_t type)
 }
 
 /* Adds a token whose text is stored in the builder (len bytes). */
-static int32_t add_stored(vocab *v, const char *text, uint32_t len, float score, int32_t type)
-{
+static int32_t add_stored(vocab *v, const char *text, uint32_t len, float score, int32_t type) {
     memcpy(v->bytes[v->n], text, len);
     v->text[v->n] = v->bytes[v->n];
     v->len[v->n] = len;
@@ -48,10 +46,8 @@ static int32_t add_stored(vocab *v, const char *text, uint32_t len, float score,
     return (int32_t)v->n++;
 }
 
-static adil_tokenizer *build(const vocab *v, const char *model, const char *pre,
-                             const char *const *merges, uint32_t n_merges, int32_t bos,
-                             int32_t eos, int32_t space_prefix)
-{
+static adil_tokenizer *build(const vocab *v, const char *model, const char *pre, const char *const *merges,
+                             uint32_t n_merges, int32_t bos, int32_t eos, int32_t space_prefix) {
     uint32_t merge_lens[32];
     for (uint32_t i = 0; i < n_merges; i++) {
         merge_lens[i] = (uint32_t)strlen(merges[i]);
@@ -81,8 +77,7 @@ static adil_tokenizer *build(const vocab *v, const char *model, const char *pre,
 
 /* Tokenizes and compares with the expected ids (terminated by -2). */
 static void expect_ids(const adil_tokenizer *tok, const char *text, size_t len, int32_t add_bos,
-                       int32_t special, const int32_t *want, int line)
-{
+                       int32_t special, const int32_t *want, int line) {
     int32_t got[64];
     size_t n = 0, n_want = 0;
     while (want[n_want] != -2) {
@@ -91,8 +86,8 @@ static void expect_ids(const adil_tokenizer *tok, const char *text, size_t len, 
     adil_status st = adil_tokenizer_tokenize(tok, text, len, add_bos, special, got, 64, &n);
     bool ok = st == ADIL_OK && n == n_want && memcmp(got, want, n * sizeof *got) == 0;
     if (!ok) {
-        fprintf(stderr, "line %d: tokenize(\"%.*s\", bos %d, special %d): status %d, got", line,
-                (int)len, text, add_bos, special, st);
+        fprintf(stderr, "line %d: tokenize(\"%.*s\", bos %d, special %d): status %d, got", line, (int)len,
+                text, add_bos, special, st);
         for (size_t i = 0; i < n && i < 64; i++) {
             fprintf(stderr, " %d", got[i]);
         }
@@ -105,19 +100,18 @@ static void expect_ids(const adil_tokenizer *tok, const char *text, size_t len, 
     }
 }
 
-#define IDS(...) ((const int32_t[]){__VA_ARGS__, -2})
-#define NO_IDS ((const int32_t[]){-2})
+#define IDS(...)                        ((const int32_t[]){__VA_ARGS__, -2})
+#define NO_IDS                          ((const int32_t[]){-2})
 #define EXPECT(tok, text, bos, sp, ids) expect_ids(tok, text, strlen(text), bos, sp, ids, __LINE__)
 
 static void expect_piece(const adil_tokenizer *tok, int32_t id, int32_t special, const char *want,
-                         size_t want_len, int line)
-{
+                         size_t want_len, int line) {
     char buf[64];
     size_t n = 99;
     adil_status st = adil_tokenizer_token_to_piece(tok, id, special, buf, sizeof buf, &n);
     if (st != ADIL_OK || n != want_len || memcmp(buf, want, n) != 0) {
-        fprintf(stderr, "line %d: piece(%d, special %d): status %d, got %zu bytes \"%.*s\"\n",
-                line, id, special, st, n, (int)(n < 64 ? n : 64), buf);
+        fprintf(stderr, "line %d: piece(%d, special %d): status %d, got %zu bytes \"%.*s\"\n", line, id,
+                special, st, n, (int)(n < 64 ? n : 64), buf);
         test_failures++;
     }
 }
@@ -132,8 +126,7 @@ typedef struct spm_ids {
     int32_t sp, a, b, c, ab, bc, sp_a, sp_ab, x, y, z, xy, yz, start, two_spaces, nl, unused, e_acute;
 } spm_ids;
 
-static adil_tokenizer *spm_vocab(vocab *v, spm_ids *id, int32_t space_prefix)
-{
+static adil_tokenizer *spm_vocab(vocab *v, spm_ids *id, int32_t space_prefix) {
     v->n = 0;
     add(v, "<unk>", 0, ADIL_TOKEN_TYPE_UNKNOWN);
     add(v, "<s>", 0, ADIL_TOKEN_TYPE_CONTROL);
@@ -149,8 +142,14 @@ static adil_tokenizer *spm_vocab(vocab *v, spm_ids *id, int32_t space_prefix)
     id->c = add(v, "c", -3.0f, ADIL_TOKEN_TYPE_NORMAL);
     id->ab = add(v, "ab", -1.5f, ADIL_TOKEN_TYPE_NORMAL);
     id->bc = add(v, "bc", -0.5f, ADIL_TOKEN_TYPE_NORMAL);
-    id->sp_a = add(v, "\xe2\x96\x81" "a", -1.0f, ADIL_TOKEN_TYPE_NORMAL);
-    id->sp_ab = add(v, "\xe2\x96\x81" "ab", -0.8f, ADIL_TOKEN_TYPE_NORMAL);
+    id->sp_a = add(v,
+                   "\xe2\x96\x81"
+                   "a",
+                   -1.0f, ADIL_TOKEN_TYPE_NORMAL);
+    id->sp_ab = add(v,
+                    "\xe2\x96\x81"
+                    "ab",
+                    -0.8f, ADIL_TOKEN_TYPE_NORMAL);
     id->x = add(v, "x", -2.0f, ADIL_TOKEN_TYPE_NORMAL);
     id->y = add(v, "y", -2.0f, ADIL_TOKEN_TYPE_NORMAL);
     id->z = add(v, "z", -2.0f, ADIL_TOKEN_TYPE_NORMAL);
@@ -164,8 +163,7 @@ static adil_tokenizer *spm_vocab(vocab *v, spm_ids *id, int32_t space_prefix)
     return build(v, "llama", NULL, NULL, 0, BOS, EOS, space_prefix);
 }
 
-static void test_spm_merges(void)
-{
+static void test_spm_merges(void) {
     static vocab v;
     spm_ids id;
     adil_tokenizer *tok = spm_vocab(&v, &id, 0);
@@ -193,8 +191,7 @@ static void test_spm_merges(void)
     adil_tokenizer_free(tok);
 }
 
-static void test_spm_specials_and_bos(void)
-{
+static void test_spm_specials_and_bos(void) {
     static vocab v;
     spm_ids id;
     adil_tokenizer *tok = spm_vocab(&v, &id, 1);
@@ -207,8 +204,7 @@ static void test_spm_specials_and_bos(void)
     EXPECT(tok, "a<start>b", 0, 1, IDS(id.sp_a, id.start, id.sp, id.b));
     /* Without parse_special the control token is plain text (bytes here). */
     EXPECT(tok, "<start>", 0, 0,
-           IDS(id.sp, BYTE0 + '<', BYTE0 + 's', BYTE0 + 't', id.a, BYTE0 + 'r', BYTE0 + 't',
-               BYTE0 + '>'));
+           IDS(id.sp, BYTE0 + '<', BYTE0 + 's', BYTE0 + 't', id.a, BYTE0 + 'r', BYTE0 + 't', BYTE0 + '>'));
     /* User-defined tokens are cut out either way. */
     EXPECT(tok, "a  b", 0, 0, IDS(id.sp_a, id.two_spaces, id.sp, id.b));
     EXPECT(tok, "a\nb", 0, 1, IDS(id.sp_a, id.nl, id.sp, id.b));
@@ -243,8 +239,7 @@ static void test_spm_specials_and_bos(void)
     adil_tokenizer_free(tok);
 }
 
-static void test_contract(void)
-{
+static void test_contract(void) {
     static vocab v;
     spm_ids id;
     adil_tokenizer *tok = spm_vocab(&v, &id, 0);
@@ -265,8 +260,7 @@ static void test_contract(void)
     char buf[4];
     CHECK(adil_tokenizer_token_to_piece(tok, id.sp_ab, 0, buf, 2, &n) == ADIL_OK && n == 3);
     CHECK(memcmp(buf, " a", 2) == 0);
-    CHECK(adil_tokenizer_token_to_piece(tok, (int32_t)v.n, 0, buf, 4, &n) ==
-          ADIL_STATUS_INVALID_ARGUMENT);
+    CHECK(adil_tokenizer_token_to_piece(tok, (int32_t)v.n, 0, buf, 4, &n) == ADIL_STATUS_INVALID_ARGUMENT);
     CHECK(adil_tokenizer_token_to_piece(tok, -1, 0, buf, 4, &n) == ADIL_STATUS_INVALID_ARGUMENT);
     CHECK(strstr(adil_last_error(), "token") != NULL);
     adil_tokenizer_free(tok);
@@ -296,8 +290,7 @@ static void test_contract(void)
 /* ---- byte-level BPE -------------------------------------------------------------- */
 
 /* GPT-2's printable form of byte b, UTF-8 encoded (2 bytes at most). */
-static uint32_t gpt2_char(unsigned b, char out[4])
-{
+static uint32_t gpt2_char(unsigned b, char out[4]) {
     bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
     unsigned cp = b;
     if (!printable) {
@@ -327,8 +320,7 @@ typedef struct bpe_ids {
     int32_t sp_t, he, sp_the, lo, low, er, n12, n123, eot, bot, sp_lower;
 } bpe_ids;
 
-static adil_tokenizer *bpe_vocab(vocab *v, bpe_ids *id, const char *pre)
-{
+static adil_tokenizer *bpe_vocab(vocab *v, bpe_ids *id, const char *pre) {
     v->n = 0;
     for (unsigned b = 0; b < 256; b++) {
         char c[4];
@@ -350,8 +342,7 @@ static adil_tokenizer *bpe_vocab(vocab *v, bpe_ids *id, const char *pre)
     return build(v, "gpt2", pre, k_merges, 8, id->bot, id->eot, -1);
 }
 
-static void test_bpe(const char *pre, bool llama3)
-{
+static void test_bpe(const char *pre, bool llama3) {
     static vocab v;
     bpe_ids id;
     adil_tokenizer *tok = bpe_vocab(&v, &id, pre);
@@ -406,8 +397,7 @@ static void test_bpe(const char *pre, bool llama3)
     adil_tokenizer_free(tok);
 }
 
-int main(void)
-{
+int main(void) {
     test_spm_merges();
     test_spm_specials_and_bos();
     test_contract();

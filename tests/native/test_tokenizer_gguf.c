@@ -27,8 +27,7 @@ typedef struct image {
     size_t n_kv_at;
 } image;
 
-static void put(image *m, const void *p, size_t n)
-{
+static void put(image *m, const void *p, size_t n) {
     if (m->n + n > m->cap) {
         m->cap = (m->n + n) * 2;
         m->buf = realloc(m->buf, m->cap);
@@ -40,26 +39,22 @@ static void put(image *m, const void *p, size_t n)
     m->n += n;
 }
 
-static void put_u32(image *m, uint32_t v)
-{
+static void put_u32(image *m, uint32_t v) {
     uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
     put(m, b, 4);
 }
 
-static void put_u64(image *m, uint64_t v)
-{
+static void put_u64(image *m, uint64_t v) {
     put_u32(m, (uint32_t)v);
     put_u32(m, (uint32_t)(v >> 32));
 }
 
-static void put_str(image *m, const char *s, size_t len)
-{
+static void put_str(image *m, const char *s, size_t len) {
     put_u64(m, len);
     put(m, s, len);
 }
 
-static void begin(image *m)
-{
+static void begin(image *m) {
     memset(m, 0, sizeof *m);
     put(m, "GGUF", 4);
     put_u32(m, 3);
@@ -68,34 +63,29 @@ static void begin(image *m)
     put_u64(m, 0); /* kv count, patched by finish() */
 }
 
-static void key(image *m, const char *k, uint32_t type)
-{
+static void key(image *m, const char *k, uint32_t type) {
     put_str(m, k, strlen(k));
     put_u32(m, type);
     m->n_kv++;
 }
 
-static void kv_str(image *m, const char *k, const char *v)
-{
+static void kv_str(image *m, const char *k, const char *v) {
     key(m, k, GGUF_TYPE_STRING);
     put_str(m, v, strlen(v));
 }
 
-static void kv_u32(image *m, const char *k, uint32_t v)
-{
+static void kv_u32(image *m, const char *k, uint32_t v) {
     key(m, k, GGUF_TYPE_UINT32);
     put_u32(m, v);
 }
 
-static void kv_bool(image *m, const char *k, bool v)
-{
+static void kv_bool(image *m, const char *k, bool v) {
     key(m, k, GGUF_TYPE_BOOL);
     uint8_t b = v;
     put(m, &b, 1);
 }
 
-static void kv_strs(image *m, const char *k, const char *const *v, const uint32_t *lens, size_t n)
-{
+static void kv_strs(image *m, const char *k, const char *const *v, const uint32_t *lens, size_t n) {
     key(m, k, GGUF_TYPE_ARRAY);
     put_u32(m, GGUF_TYPE_STRING);
     put_u64(m, n);
@@ -104,24 +94,21 @@ static void kv_strs(image *m, const char *k, const char *const *v, const uint32_
     }
 }
 
-static void kv_f32s(image *m, const char *k, const float *v, size_t n)
-{
+static void kv_f32s(image *m, const char *k, const float *v, size_t n) {
     key(m, k, GGUF_TYPE_ARRAY);
     put_u32(m, GGUF_TYPE_FLOAT32);
     put_u64(m, n);
     put(m, v, n * sizeof *v); /* this test runs on little-endian machines only */
 }
 
-static void kv_i32s(image *m, const char *k, const int32_t *v, size_t n)
-{
+static void kv_i32s(image *m, const char *k, const int32_t *v, size_t n) {
     key(m, k, GGUF_TYPE_ARRAY);
     put_u32(m, GGUF_TYPE_INT32);
     put_u64(m, n);
     put(m, v, n * sizeof *v);
 }
 
-static gguf_file *finish(image *m)
-{
+static gguf_file *finish(image *m) {
     for (int i = 0; i < 8; i++) {
         m->buf[m->n_kv_at + (size_t)i] = (uint8_t)(m->n_kv >> (8 * i));
     }
@@ -144,8 +131,7 @@ typedef struct bpe_vocab {
     uint32_t n;
 } bpe_vocab;
 
-static void bpe_fill(bpe_vocab *v)
-{
+static void bpe_fill(bpe_vocab *v) {
     uint32_t next = 0x100;
     for (unsigned b = 0; b < 256; b++) {
         bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
@@ -161,8 +147,8 @@ static void bpe_fill(bpe_vocab *v)
         v->text[b] = v->storage[b];
         v->type[b] = ADIL_TOKEN_TYPE_NORMAL;
     }
-    static const char *const extra[] = {"\xc4\xa0w", "or", "\xc4\xa0wor", "ld", "\xc4\xa0world",
-                                        "<|begin_of_text|>", "<|end_of_text|>"};
+    static const char *const extra[] = {
+        "\xc4\xa0w", "or", "\xc4\xa0wor", "ld", "\xc4\xa0world", "<|begin_of_text|>", "<|end_of_text|>"};
     v->n = 256;
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++, v->n++) {
         v->text[v->n] = extra[i];
@@ -174,11 +160,9 @@ static void bpe_fill(bpe_vocab *v)
 enum { SP_W = 256, OR = 257, SP_WOR = 258, LD = 259, SP_WORLD = 260, BOT = 261, EOT = 262 };
 
 /* Ranks: 0 "Ġ w", 1 "o r", 2 "Ġw or", 3 "l d", 4 "Ġwor ld". */
-static const char *const k_merges[] = {"\xc4\xa0 w", "o r", "\xc4\xa0w or", "l d",
-                                       "\xc4\xa0wor ld"};
+static const char *const k_merges[] = {"\xc4\xa0 w", "o r", "\xc4\xa0w or", "l d", "\xc4\xa0wor ld"};
 
-static gguf_file *bpe_image(image *m, const char *model, const char *pre, bool with_merges)
-{
+static gguf_file *bpe_image(image *m, const char *model, const char *pre, bool with_merges) {
     static bpe_vocab v;
     bpe_fill(&v);
     begin(m);
@@ -197,9 +181,8 @@ static gguf_file *bpe_image(image *m, const char *model, const char *pre, bool w
     return finish(m);
 }
 
-static void expect(const adil_tokenizer *tok, const char *text, int32_t add_bos,
-                   const int32_t *want, size_t n_want, int line)
-{
+static void expect(const adil_tokenizer *tok, const char *text, int32_t add_bos, const int32_t *want,
+                   size_t n_want, int line) {
     int32_t got[32];
     size_t n = 0;
     adil_status st = adil_tokenizer_tokenize(tok, text, strlen(text), add_bos, 1, got, 32, &n);
@@ -213,12 +196,11 @@ static void expect(const adil_tokenizer *tok, const char *text, int32_t add_bos,
     }
 }
 
-#define EXPECT(tok, text, bos, ...)                                                     \
-    expect(tok, text, bos, (const int32_t[]){__VA_ARGS__},                              \
+#define EXPECT(tok, text, bos, ...)                        \
+    expect(tok, text, bos, (const int32_t[]){__VA_ARGS__}, \
            sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t), __LINE__)
 
-static void test_bpe_file(void)
-{
+static void test_bpe_file(void) {
     image m;
     gguf_file *f = bpe_image(&m, "gpt2", "llama-bpe", true);
     adil_tokenizer *tok = NULL;
@@ -251,11 +233,10 @@ static void test_bpe_file(void)
     adil_tokenizer_free(tok);
 }
 
-static void test_spm_defaults(void)
-{
+static void test_spm_defaults(void) {
     /* <unk> <s> </s> ▁ h i ▁hi ▁h; no ids or flags in the file. */
-    static const char *const toks[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "h", "i",
-                                       "\xe2\x96\x81hi", "\xe2\x96\x81h"};
+    static const char *const toks[] = {"<unk>", "<s>", "</s>",           "\xe2\x96\x81",
+                                       "h",     "i",   "\xe2\x96\x81hi", "\xe2\x96\x81h"};
     static const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1};
     static const float scores[] = {0, 0, 0, -1, -2, -2, -1, -1.5f};
     image m;
@@ -302,20 +283,18 @@ static void test_spm_defaults(void)
     adil_tokenizer_free(tok);
 }
 
-static void expect_refused(gguf_file *f, adil_status want, const char *needle, int line)
-{
+static void expect_refused(gguf_file *f, adil_status want, const char *needle, int line) {
     adil_tokenizer *tok = (adil_tokenizer *)&tok; /* must be reset to NULL */
     adil_status st = f ? adil_tokenizer_from_gguf(f, &tok) : ADIL_STATUS_INTERNAL;
     if (st != want || tok != NULL || strstr(adil_last_error(), needle) == NULL) {
-        fprintf(stderr, "line %d: status %d (want %d), message \"%s\" (want \"%s\")\n", line, st,
-                want, adil_last_error(), needle);
+        fprintf(stderr, "line %d: status %d (want %d), message \"%s\" (want \"%s\")\n", line, st, want,
+                adil_last_error(), needle);
         test_failures++;
     }
     gguf_close(f);
 }
 
-static void test_refusals(void)
-{
+static void test_refusals(void) {
     image m;
     gguf_file *f = bpe_image(&m, "gpt2", "llama-bpe", false);
     expect_refused(f, ADIL_STATUS_MODEL_FORMAT, "tokenizer.ggml.merges", __LINE__);
@@ -374,8 +353,7 @@ static void test_refusals(void)
     free(m.buf);
 }
 
-int main(void)
-{
+int main(void) {
     test_bpe_file();
     test_spm_defaults();
     test_refusals();

@@ -21,19 +21,17 @@ static int test_failures;
     } while (0)
 
 /* Checks that a message contains `needle`. */
-#define CHECK_HAS(message, needle)                                                             \
-    do {                                                                                       \
-        const char *msg_ = (message);                                                          \
-        if (strstr(msg_, (needle)) == NULL) {                                                  \
-            fprintf(stderr, "%s:%d: message \"%s\" lacks \"%s\"\n", __FILE__, __LINE__,       \
-                    msg_, (needle));                                                           \
-            test_failures++;                                                                   \
-        }                                                                                      \
+#define CHECK_HAS(message, needle)                                                                       \
+    do {                                                                                                 \
+        const char *msg_ = (message);                                                                    \
+        if (strstr(msg_, (needle)) == NULL) {                                                            \
+            fprintf(stderr, "%s:%d: message \"%s\" lacks \"%s\"\n", __FILE__, __LINE__, msg_, (needle)); \
+            test_failures++;                                                                             \
+        }                                                                                                \
     } while (0)
 
 /* The summary line; returns main's exit status (1 if any check failed). */
-static inline int test_report(const char *name)
-{
+static inline int test_report(const char *name) {
     if (test_failures == 0)
         printf("%s: all checks passed\n", name);
     else

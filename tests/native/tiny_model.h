@@ -24,22 +24,28 @@
 #include <unistd.h>
 
 typedef struct tiny_spec {
-    const char *arch;             /* general.architecture, arch_len bytes */
+    const char *arch; /* general.architecture, arch_len bytes */
     size_t arch_len;
-    const char *name;             /* general.name, or NULL for none */
+    const char *name; /* general.name, or NULL for none */
     size_t name_len;
-    const char *chat_template;    /* tokenizer.chat_template, or NULL */
+    const char *chat_template; /* tokenizer.chat_template, or NULL */
     size_t chat_template_len;
     int64_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff;
-    bool zero_weights;            /* leave the data a hole: every weight 0 */
+    bool zero_weights; /* leave the data a hole: every weight 0 */
 } tiny_spec;
 
 #define TINY_N_VOCAB 32
 
-static inline tiny_spec tiny_default(void)
-{
-    return (tiny_spec){.arch = "llama", .arch_len = 5, .name = "tiny", .name_len = 4,
-                       .n_layer = 2, .n_embd = 64, .n_head = 2, .n_head_kv = 1, .head_dim = 32,
+static inline tiny_spec tiny_default(void) {
+    return (tiny_spec){.arch = "llama",
+                       .arch_len = 5,
+                       .name = "tiny",
+                       .name_len = 4,
+                       .n_layer = 2,
+                       .n_embd = 64,
+                       .n_head = 2,
+                       .n_head_kv = 1,
+                       .head_dim = 32,
                        .n_ff = 128};
 }
 
@@ -51,13 +57,11 @@ typedef struct tiny_buf {
     uint64_t n_kv;
 } tiny_buf;
 
-static inline void tiny_put(tiny_buf *b, const void *src, size_t n)
-{
+static inline void tiny_put(tiny_buf *b, const void *src, size_t n) {
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2 + 4096;
         b->p = realloc(b->p, b->cap);
-        if (b->p == NULL)
-            abort(); /* out of memory in the test itself */
+        if (b->p == NULL) abort(); /* out of memory in the test itself */
     }
     memcpy(b->p + b->n, src, n);
     b->n += n;
@@ -66,27 +70,23 @@ static inline void tiny_put(tiny_buf *b, const void *src, size_t n)
 static inline void tiny_u32(tiny_buf *b, uint32_t v) { tiny_put(b, &v, 4); }
 static inline void tiny_u64(tiny_buf *b, uint64_t v) { tiny_put(b, &v, 8); }
 
-static inline void tiny_str(tiny_buf *b, const char *s, size_t len)
-{
+static inline void tiny_str(tiny_buf *b, const char *s, size_t len) {
     tiny_u64(b, len);
     tiny_put(b, s, len);
 }
 
-static inline void tiny_key(tiny_buf *b, const char *key, uint32_t type)
-{
+static inline void tiny_key(tiny_buf *b, const char *key, uint32_t type) {
     tiny_str(b, key, strlen(key));
     tiny_u32(b, type);
     b->n_kv++;
 }
 
-static inline void tiny_kv_u32(tiny_buf *b, const char *key, uint32_t v)
-{
+static inline void tiny_kv_u32(tiny_buf *b, const char *key, uint32_t v) {
     tiny_key(b, key, GGUF_TYPE_UINT32);
     tiny_u32(b, v);
 }
 
-static inline void tiny_kv_str(tiny_buf *b, const char *key, const char *s, size_t len)
-{
+static inline void tiny_kv_str(tiny_buf *b, const char *key, const char *s, size_t len) {
     tiny_key(b, key, GGUF_TYPE_STRING);
     tiny_str(b, s, len);
 }
@@ -95,23 +95,22 @@ static inline void tiny_kv_str(tiny_buf *b, const char *key, const char *s, size
 
 typedef struct tiny_tensor {
     char name[48];
-    uint64_t ne0, ne1;            /* ne1 = 1 for vectors */
-    bool norm;                    /* filled with 1 */
+    uint64_t ne0, ne1; /* ne1 = 1 for vectors */
+    bool norm;         /* filled with 1 */
 } tiny_tensor;
 
 /* The tensors of the spec, in file order; returns their count. */
-static inline int tiny_tensors(const tiny_spec *s, tiny_tensor *t)
-{
+static inline int tiny_tensors(const tiny_spec *s, tiny_tensor *t) {
     const uint64_t E = (uint64_t)s->n_embd, F = (uint64_t)s->n_ff;
     const uint64_t Q = (uint64_t)(s->n_head * s->head_dim), KV = (uint64_t)(s->n_head_kv * s->head_dim);
     int n = 0;
     t[n++] = (tiny_tensor){"token_embd.weight", E, TINY_N_VOCAB, false};
     t[n++] = (tiny_tensor){"output_norm.weight", E, 1, true};
     for (int64_t il = 0; il < s->n_layer; il++) {
-        static const char *const names[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
-                                            "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
+        static const char *const names[] = {"attn_norm", "attn_q",   "attn_k", "attn_v",  "attn_output",
+                                            "ffn_norm",  "ffn_gate", "ffn_up", "ffn_down"};
         const uint64_t shape[9][2] = {{E, 1}, {E, Q}, {E, KV}, {E, KV}, {Q, E},
-                                      {E, 1}, {E, F}, {E, F}, {F, E}};
+                                      {E, 1}, {E, F}, {E, F},  {F, E}};
         for (int k = 0; k < 9; k++) {
             snprintf(t[n].name, sizeof t[n].name, "blk.%d.%s.weight", (int)il, names[k]);
             t[n].ne0 = shape[k][0];
@@ -124,18 +123,15 @@ static inline int tiny_tensors(const tiny_spec *s, tiny_tensor *t)
 }
 
 /* "<arch>.<key>" = v (a uint32). */
-static inline void tiny_hp(tiny_buf *b, const tiny_spec *s, const char *key, int64_t v)
-{
+static inline void tiny_hp(tiny_buf *b, const tiny_spec *s, const char *key, int64_t v) {
     char name[96];
     snprintf(name, sizeof name, "%.*s.%s", (int)s->arch_len, s->arch, key);
     tiny_kv_u32(b, name, (uint32_t)v);
 }
 
-static inline void tiny_metadata(tiny_buf *b, const tiny_spec *s)
-{
+static inline void tiny_metadata(tiny_buf *b, const tiny_spec *s) {
     tiny_kv_str(b, "general.architecture", s->arch, s->arch_len);
-    if (s->name != NULL)
-        tiny_kv_str(b, "general.name", s->name, s->name_len);
+    if (s->name != NULL) tiny_kv_str(b, "general.name", s->name, s->name_len);
     tiny_hp(b, s, "embedding_length", s->n_embd);
     tiny_hp(b, s, "block_count", s->n_layer);
     tiny_hp(b, s, "feed_forward_length", s->n_ff);
@@ -160,20 +156,17 @@ static inline void tiny_metadata(tiny_buf *b, const tiny_spec *s)
     tiny_key(b, "tokenizer.ggml.token_type", GGUF_TYPE_ARRAY);
     tiny_u32(b, GGUF_TYPE_INT32);
     tiny_u64(b, TINY_N_VOCAB);
-    for (int i = 0; i < TINY_N_VOCAB; i++)
-        tiny_u32(b, i == 0 ? 2u : i < 3 ? 3u : 1u);
+    for (int i = 0; i < TINY_N_VOCAB; i++) tiny_u32(b, i == 0 ? 2u : i < 3 ? 3u : 1u);
     if (s->chat_template != NULL)
         tiny_kv_str(b, "tokenizer.chat_template", s->chat_template, s->chat_template_len);
 }
 
 /* Writes the model to a new temporary file; its path goes to path[64].
  * False (with a message) when the file cannot be written. */
-static inline bool tiny_write(const tiny_spec *s, char path[64])
-{
+static inline bool tiny_write(const tiny_spec *s, char path[64]) {
     tiny_tensor *t = calloc((size_t)(2 + 9 * s->n_layer), sizeof *t);
     tiny_buf b = {0};
-    if (t == NULL)
-        abort();
+    if (t == NULL) abort();
     const int n_tensors = tiny_tensors(s, t);
     tiny_put(&b, "GGUF", 4);
     tiny_u32(&b, 3);
@@ -187,14 +180,12 @@ static inline bool tiny_write(const tiny_spec *s, char path[64])
         tiny_str(&b, t[i].name, strlen(t[i].name));
         tiny_u32(&b, t[i].ne1 == 1 ? 1u : 2u);
         tiny_u64(&b, t[i].ne0);
-        if (t[i].ne1 != 1)
-            tiny_u64(&b, t[i].ne1);
+        if (t[i].ne1 != 1) tiny_u64(&b, t[i].ne1);
         tiny_u32(&b, 0); /* F32 */
         tiny_u64(&b, offset);
         offset += (t[i].ne0 * t[i].ne1 * 4 + 31) / 32 * 32;
     }
-    while (b.n % 32)
-        tiny_put(&b, "", 1);
+    while (b.n % 32) tiny_put(&b, "", 1);
     const size_t data_at = b.n;
     uint32_t seed = 12345;
     for (int i = 0; !s->zero_weights && i < n_tensors; i++) {
@@ -203,17 +194,13 @@ static inline bool tiny_write(const tiny_spec *s, char path[64])
             float x = t[i].norm ? 1.0f : ((float)(seed >> 8) / 16777216.0f - 0.5f) * 0.2f;
             tiny_put(&b, &x, 4);
         }
-        while ((b.n - data_at) % 32)
-            tiny_put(&b, "", 1);
+        while ((b.n - data_at) % 32) tiny_put(&b, "", 1);
     }
     snprintf(path, 64, "/tmp/adil_tiny_model_XXXXXX");
     int fd = mkstemp(path);
-    bool ok = fd >= 0 && write(fd, b.p, b.n) == (ssize_t)b.n &&
-              ftruncate(fd, (off_t)(data_at + offset)) == 0;
-    if (fd >= 0)
-        close(fd);
-    if (!ok)
-        fprintf(stderr, "tiny_write: cannot write %s\n", path);
+    bool ok = fd >= 0 && write(fd, b.p, b.n) == (ssize_t)b.n && ftruncate(fd, (off_t)(data_at + offset)) == 0;
+    if (fd >= 0) close(fd);
+    if (!ok) fprintf(stderr, "tiny_write: cannot write %s\n", path);
     free(b.p);
     free(t);
     return ok;

@@ -47,12 +47,13 @@ ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_para
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_new: model and out are required");
     adil_context_params p;
     adil_context_default_params(&p);
-    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_CONTEXT_PARAMS, "adil_context_params");
+    adil_status st =
+        adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_CONTEXT_PARAMS, "adil_context_params");
     if (st != ADIL_OK) return st;
     uint32_t n_ctx = p.n_ctx;
     if (n_ctx == 0)
         n_ctx = model->tf.hp.n_ctx_train < ADIL_DEFAULT_N_CTX_CAP ? model->tf.hp.n_ctx_train
-                                                                 : ADIL_DEFAULT_N_CTX_CAP;
+                                                                  : ADIL_DEFAULT_N_CTX_CAP;
     if (n_ctx > ADIL_MAX_CTX)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_new: n_ctx: expected 1..%u, got %u",
                          ADIL_MAX_CTX, n_ctx);
@@ -141,16 +142,17 @@ ADIL_API adil_status adil_context_logits(adil_context *ctx, const int32_t *token
     const size_t n_vocab = (size_t)ctx->model->tf.hp.n_vocab;
     if (n_tokens > ctx->n_ctx)
         return adil_fail(ADIL_STATUS_CONTEXT_LENGTH,
-                         "adil_context_logits: %zu tokens exceed the context window of %u tokens",
-                         n_tokens, ctx->n_ctx);
+                         "adil_context_logits: %zu tokens exceed the context window of %u tokens", n_tokens,
+                         ctx->n_ctx);
     if (capacity / n_vocab < n_tokens)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "adil_context_logits: capacity: expected >= %zu floats (%zu x %zu), got %zu",
                          n_tokens * n_vocab, n_tokens, n_vocab, capacity);
     size_t bad = 0;
     if (adil_tokens_invalid(ctx->model, tokens, n_tokens, &bad))
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_logits: token %d at index %zu: expected 0..%zu",
-                         tokens[bad], bad, n_vocab - 1);
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_context_logits: token %d at index %zu: expected 0..%zu", tokens[bad], bad,
+                         n_vocab - 1);
     ctx->n_past = 0; /* from an empty cache */
     st = adil_context_eval(ctx, tokens, n_tokens, logits, NULL, NULL);
     if (st == ADIL_OK) adil_clear_error();

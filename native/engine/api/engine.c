@@ -23,7 +23,8 @@ ADIL_API adil_status adil_engine_open(const adil_host_info *host, const adil_eng
     if (strcmp(backend, "auto") != 0 && strcmp(backend, "cpu") != 0)
         return adil_fail(ADIL_STATUS_CAPABILITY,
                          "adil_engine_open: backend \"%s\" is not built into this engine "
-                         "(available: cpu)", backend);
+                         "(available: cpu)",
+                         backend);
 
     adil_engine *engine = calloc(1, sizeof *engine);
     if (!engine) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_engine_open: out of memory");

@@ -85,7 +85,8 @@ static adil_status load(adil_model *m, const char *path, const adil_model_params
     if ((int64_t)ti.n_vocab > m->tf.hp.n_vocab)
         return adil_fail(ADIL_STATUS_MODEL_FORMAT,
                          "model: tokenizer has %u tokens: expected at most the %lld rows of "
-                         "token_embd.weight", ti.n_vocab, (long long)m->tf.hp.n_vocab);
+                         "token_embd.weight",
+                         ti.n_vocab, (long long)m->tf.hp.n_vocab);
     uint32_t n_threads = p->n_threads ? p->n_threads : m->engine->n_threads;
     if (n_threads > ADIL_POOL_MAX_THREADS) n_threads = ADIL_POOL_MAX_THREADS;
     st = adil_pool_create((int)n_threads, &m->pool);
@@ -93,8 +94,8 @@ static adil_status load(adil_model *m, const char *path, const adil_model_params
     return st;
 }
 
-ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path,
-                                     const adil_model_params *params, adil_model **out) {
+ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path, const adil_model_params *params,
+                                     adil_model **out) {
     if (out) *out = NULL;
     if (!engine || !path || !out)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_model_load: engine, path and out are required");

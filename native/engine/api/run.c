@@ -22,23 +22,23 @@
 
 struct adil_run {
     adil_context *ctx;
-    adil_cancel_flag own_flag;      /* adil_run_cancel sets it */
-    adil_cancel_flag *cancel_flag;  /* the caller's, or NULL */
+    adil_cancel_flag own_flag;     /* adil_run_cancel sets it */
+    adil_cancel_flag *cancel_flag; /* the caller's, or NULL */
     adil_sampler *sampler;
-    int32_t *prompt;                /* (n_prompt) a copy */
+    int32_t *prompt; /* (n_prompt) a copy */
     uint32_t n_prompt;
-    uint32_t n_keep;                /* prompt tokens reused from the cache */
-    int32_t *stop_tokens;           /* (n_stop) a copy */
+    uint32_t n_keep;      /* prompt tokens reused from the cache */
+    int32_t *stop_tokens; /* (n_stop) a copy */
     size_t n_stop;
-    uint32_t max_tokens;            /* after defaults: >= 1 */
-    double t_start;                 /* adil_now_ms() at start */
-    double total_ms, read_ms;       /* 0 = none */
+    uint32_t max_tokens;      /* after defaults: >= 1 */
+    double t_start;           /* adil_now_ms() at start */
+    double total_ms, read_ms; /* 0 = none */
     double step_budget_ms;
-    double token_t0;                /* when work on the current token began */
+    double token_t0; /* when work on the current token began */
     bool prefilled;
-    bool ignore_eos;                /* only stop_tokens end the run (benchmarks) */
-    int32_t pending;                /* last emitted token, not yet evaluated; -1 none */
-    adil_stop_reason pending_reason;/* set by the stop hook */
+    bool ignore_eos;                 /* only stop_tokens end the run (benchmarks) */
+    int32_t pending;                 /* last emitted token, not yet evaluated; -1 none */
+    adil_stop_reason pending_reason; /* set by the stop hook */
     adil_run_stats stats;
 };
 
@@ -47,8 +47,7 @@ struct adil_run {
 ADIL_API int adil_run_cancelled(void *token) {
     adil_run *run = token;
     if (!run) return 0;
-    return atomic_load(&run->own_flag.set) ||
-           (run->cancel_flag && atomic_load(&run->cancel_flag->set));
+    return atomic_load(&run->own_flag.set) || (run->cancel_flag && atomic_load(&run->cancel_flag->set));
 }
 
 /* ADIL_OK to go on; otherwise the status to stop with, reason in pending_reason. */
@@ -84,8 +83,7 @@ static bool is_stop_token(const adil_run *run, int32_t tok) {
     if (tok < 0) return false;
     adil_tokenizer_info ti;
     adil_tokenizer_get_info(m->tok, &ti);
-    if (!run->ignore_eos && (uint32_t)tok < ti.n_vocab && adil_tokenizer_is_eog(m->tok, tok))
-        return true;
+    if (!run->ignore_eos && (uint32_t)tok < ti.n_vocab && adil_tokenizer_is_eog(m->tok, tok)) return true;
     for (size_t i = 0; i < run->n_stop; i++)
         if (run->stop_tokens[i] == tok) return true;
     return false;
@@ -99,11 +97,11 @@ static adil_status check_start(adil_context *ctx, const int32_t *prompt, size_t 
     size_t bad = 0;
     if (adil_tokens_invalid(ctx->model, prompt, n_prompt, &bad))
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "adil_run_start: prompt token %d at index %zu: expected 0..%lld", prompt[bad],
-                         bad, (long long)ctx->model->tf.hp.n_vocab - 1);
+                         "adil_run_start: prompt token %d at index %zu: expected 0..%lld", prompt[bad], bad,
+                         (long long)ctx->model->tf.hp.n_vocab - 1);
     if (p->n_stop_tokens && !p->stop_tokens)
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_start: stop_tokens is NULL but n_stop_tokens is %zu",
-                         p->n_stop_tokens);
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_run_start: stop_tokens is NULL but n_stop_tokens is %zu", p->n_stop_tokens);
     if (p->grammar)
         return adil_fail(ADIL_STATUS_CAPABILITY, "adil_run_start: the %s engine has no grammar support yet",
                          ADIL_CPU_ENGINE_NAME);
@@ -112,11 +110,12 @@ static adil_status check_start(adil_context *ctx, const int32_t *prompt, size_t 
         if (p->max_tokens)
             return adil_fail(ADIL_STATUS_CONTEXT_LENGTH,
                              "adil_run_start: prompt of %zu tokens + max_tokens %u = %llu tokens exceed "
-                             "the context window of %u tokens", n_prompt, p->max_tokens,
-                             (unsigned long long)want, ctx->n_ctx);
+                             "the context window of %u tokens",
+                             n_prompt, p->max_tokens, (unsigned long long)want, ctx->n_ctx);
         return adil_fail(ADIL_STATUS_CONTEXT_LENGTH,
                          "adil_run_start: prompt of %zu tokens leaves no room in the context window "
-                         "of %u tokens", n_prompt, ctx->n_ctx);
+                         "of %u tokens",
+                         n_prompt, ctx->n_ctx);
     }
     *max_tokens = p->max_tokens ? p->max_tokens : ctx->n_ctx - (uint32_t)n_prompt;
     return ADIL_OK;
@@ -202,8 +201,8 @@ static adil_status advance(adil_run *run) {
     const double t0 = adil_now_ms();
     adil_status st;
     if (!run->prefilled) {
-        st = adil_context_eval(ctx, run->prompt + run->n_keep, run->n_prompt - run->n_keep, NULL,
-                               stop_hook, run);
+        st = adil_context_eval(ctx, run->prompt + run->n_keep, run->n_prompt - run->n_keep, NULL, stop_hook,
+                               run);
         run->stats.prefill_ms += adil_now_ms() - t0;
         if (st == ADIL_OK) run->prefilled = true;
     } else {
@@ -222,7 +221,8 @@ static adil_status next_token(adil_run *run, int32_t *tok) {
     if (run->stats.n_generated >= run->max_tokens) return finish(run, ADIL_STOP_MAX_TOKENS, ADIL_OK);
 
     st = advance(run);
-    if (st == ADIL_STATUS_CANCELLED || st == ADIL_STATUS_DEADLINE) return finish(run, run->pending_reason, st);
+    if (st == ADIL_STATUS_CANCELLED || st == ADIL_STATUS_DEADLINE)
+        return finish(run, run->pending_reason, st);
     if (st != ADIL_OK) return finish(run, ADIL_STOP_ERROR, st);
 
     const double t0 = adil_now_ms();
@@ -262,9 +262,9 @@ ADIL_API adil_status adil_run_step(adil_run *run, int32_t *tokens, size_t capaci
     *n_tokens = n;
     if (st != ADIL_OK && st != ADIL_STATUS_CANCELLED && st != ADIL_STATUS_DEADLINE) return st;
     if (st != ADIL_OK) {
-        const char *what = st == ADIL_STATUS_CANCELLED ? "cancelled"
-                         : run->stats.stop_reason == ADIL_STOP_DEADLINE_READ ? "read deadline expired"
-                                                                             : "total deadline expired";
+        const char *what = st == ADIL_STATUS_CANCELLED                         ? "cancelled"
+                           : run->stats.stop_reason == ADIL_STOP_DEADLINE_READ ? "read deadline expired"
+                                                                               : "total deadline expired";
         return adil_fail(st, "adil_run_step: %s after %u tokens", what, run->stats.n_generated);
     }
     adil_clear_error();

@@ -13,9 +13,7 @@ static float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
 }
 
-static float silu(float x) {
-    return x / (1.0f + expf(-x));
-}
+static float silu(float x) { return x / (1.0f + expf(-x)); }
 
 static void glu_gelu_tanh_scalar(float *gate, const float *up, int64_t n) {
     for (int64_t i = 0; i < n; i++) gate[i] = gelu_tanh(gate[i]) * up[i];
@@ -40,7 +38,8 @@ static const adil_act_kernels LEVELS[ADIL_CPU_LEVEL_COUNT] = {
     [ADIL_CPU_SCALAR] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar, rmsnorm_scalar},
 #if defined(__x86_64__)
     [ADIL_CPU_AVX2] = {adil_glu_gelu_tanh_avx2, adil_glu_silu_avx2, adil_exp_avx2, adil_rmsnorm_avx2},
-    [ADIL_CPU_AVX512] = {adil_glu_gelu_tanh_avx512, adil_glu_silu_avx512, adil_exp_avx512, adil_rmsnorm_avx512},
+    [ADIL_CPU_AVX512] = {adil_glu_gelu_tanh_avx512, adil_glu_silu_avx512, adil_exp_avx512,
+                         adil_rmsnorm_avx512},
 #else
     [ADIL_CPU_AVX2] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar, rmsnorm_scalar},
     [ADIL_CPU_AVX512] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar, rmsnorm_scalar},
@@ -51,6 +50,4 @@ const adil_act_kernels *adil_act_kernels_at(int level) {
     return level >= 0 && level < ADIL_CPU_LEVEL_COUNT ? &LEVELS[level] : NULL;
 }
 
-const adil_act_kernels *adil_act_kernels_get(void) {
-    return &LEVELS[adil_cpu_level_selected()];
-}
+const adil_act_kernels *adil_act_kernels_get(void) { return &LEVELS[adil_cpu_level_selected()]; }

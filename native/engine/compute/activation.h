@@ -27,9 +27,9 @@
 
 #include <stdint.h>
 
-#define ADIL_ACT_MAX_REL_ERROR 1e-6
+#define ADIL_ACT_MAX_REL_ERROR   1e-6
 #define ADIL_ACT_REL_ERROR_PER_T 2.4e-7 /* 2^-22 */
-#define ADIL_ACT_MAX_ABS_ERROR 1e-37
+#define ADIL_ACT_MAX_ABS_ERROR   1e-37
 
 /* gate[i] = act(gate[i]) * up[i], i < n (gate and up do not overlap). */
 typedef void (*adil_glu_fn)(float *gate, const float *up, int64_t n);

@@ -63,6 +63,4 @@ adil_att_fn adil_attention_kernel_at(int level) {
     return level >= 0 && level < ADIL_CPU_LEVEL_COUNT ? LEVELS[level] : NULL;
 }
 
-adil_att_fn adil_attention_kernel(void) {
-    return LEVELS[adil_cpu_level_selected()];
-}
+adil_att_fn adil_attention_kernel(void) { return LEVELS[adil_cpu_level_selected()]; }

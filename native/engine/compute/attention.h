@@ -29,22 +29,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ADIL_ATT_MAX_ROWS 16
+#define ADIL_ATT_MAX_ROWS  16
 #define ADIL_ATT_MAX_ERROR 2e-6
 
 typedef struct adil_att_tile {
-    int n_rows;                          /* 1 .. ADIL_ATT_MAX_ROWS */
-    const float *q[ADIL_ATT_MAX_ROWS];   /* query rows, head_dim floats each */
-    float *o[ADIL_ATT_MAX_ROWS];         /* output rows, head_dim_v floats each */
-    int64_t first[ADIL_ATT_MAX_ROWS];    /* row r sees positions first[r] .. last[r] */
-    int64_t last[ADIL_ATT_MAX_ROWS];     /* (first[r] <= last[r]) */
-    const float *k;                      /* key of position p at k + p * k_stride */
-    size_t k_stride;                     /* floats */
-    const float *v;                      /* value of position p at v + p * v_stride */
+    int n_rows;                        /* 1 .. ADIL_ATT_MAX_ROWS */
+    const float *q[ADIL_ATT_MAX_ROWS]; /* query rows, head_dim floats each */
+    float *o[ADIL_ATT_MAX_ROWS];       /* output rows, head_dim_v floats each */
+    int64_t first[ADIL_ATT_MAX_ROWS];  /* row r sees positions first[r] .. last[r] */
+    int64_t last[ADIL_ATT_MAX_ROWS];   /* (first[r] <= last[r]) */
+    const float *k;                    /* key of position p at k + p * k_stride */
+    size_t k_stride;                   /* floats */
+    const float *v;                    /* value of position p at v + p * v_stride */
     size_t v_stride;
-    int64_t head_dim;                    /* q and k */
-    int64_t head_dim_v;                  /* v and o */
-    float scale;                         /* multiplies q·k */
+    int64_t head_dim;   /* q and k */
+    int64_t head_dim_v; /* v and o */
+    float scale;        /* multiplies q·k */
     /* ADIL_ATT_MAX_ROWS * (max last - min first + 1) floats, clobbered */
     float *scratch;
 } adil_att_tile;

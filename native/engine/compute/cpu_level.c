@@ -24,11 +24,11 @@ adil_cpu_level adil_cpu_level_supported(void) {
     /* __builtin_cpu_supports also checks that the OS saves the AVX / AVX-512
      * register state (XGETBV), not only the CPUID bits. */
     __builtin_cpu_init();
-    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                __builtin_cpu_supports("f16c");
-    bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
-                  __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                  __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+    bool avx2 =
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("avx512vnni");
     return avx512 ? ADIL_CPU_AVX512 : avx2 ? ADIL_CPU_AVX2 : ADIL_CPU_SCALAR;
 #else
     return ADIL_CPU_SCALAR;
@@ -49,8 +49,7 @@ bool adil_cpu_level_parse(const char *text, adil_cpu_level *out) {
     return false;
 }
 
-adil_cpu_level adil_cpu_level_choose(const char *text, adil_cpu_level supported, char *note,
-                                     size_t cap) {
+adil_cpu_level adil_cpu_level_choose(const char *text, adil_cpu_level supported, char *note, size_t cap) {
     if (cap > 0) {
         note[0] = '\0';
     }
@@ -72,8 +71,8 @@ adil_cpu_level adil_cpu_level_choose(const char *text, adil_cpu_level supported,
 }
 
 static void choose_once(void) {
-    selected_level = adil_cpu_level_choose(getenv("ADIL_CPU"), adil_cpu_level_supported(),
-                                           selected_note, sizeof selected_note);
+    selected_level = adil_cpu_level_choose(getenv("ADIL_CPU"), adil_cpu_level_supported(), selected_note,
+                                           sizeof selected_note);
 }
 
 adil_cpu_level adil_cpu_level_selected(void) {
@@ -81,9 +80,7 @@ adil_cpu_level adil_cpu_level_selected(void) {
     return selected_level;
 }
 
-const char *adil_cpu_level_name(void) {
-    return LEVEL_NAMES[adil_cpu_level_selected()];
-}
+const char *adil_cpu_level_name(void) { return LEVEL_NAMES[adil_cpu_level_selected()]; }
 
 const char *adil_cpu_level_note(void) {
     pthread_once(&selected_once, choose_once);

@@ -49,7 +49,6 @@ bool adil_cpu_level_parse(const char *text, adil_cpu_level *out);
 /* The decision rule, pure so tests can check it: the level used for the
  * request `text` (NULL or "" = best) on a CPU whose best is `supported`;
  * writes the note (possibly "") into note[cap]. */
-adil_cpu_level adil_cpu_level_choose(const char *text, adil_cpu_level supported, char *note,
-                                     size_t cap);
+adil_cpu_level adil_cpu_level_choose(const char *text, adil_cpu_level supported, char *note, size_t cap);
 
 #endif /* ADIL_CPU_LEVEL_H */

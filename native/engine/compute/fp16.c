@@ -59,9 +59,7 @@ adil_fp16 adil_f32_to_fp16(float f) {
     return (adil_fp16)(sign | (r >> 13));
 }
 
-float adil_bf16_to_f32(adil_bf16 h) {
-    return bits_f32((uint32_t)h << 16);
-}
+float adil_bf16_to_f32(adil_bf16 h) { return bits_f32((uint32_t)h << 16); }
 
 adil_bf16 adil_f32_to_bf16(float f) {
     uint32_t x = f32_bits(f);

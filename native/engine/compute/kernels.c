@@ -21,22 +21,20 @@
  * scalar: matmul loops over vec_dot).  Types left out (integers, F64) have
  * no kernels. */
 static const adil_wtype_kernels SCALAR[ADIL_WT_COUNT] = {
-    [ADIL_WT_F32] = {ADIL_WT_F32, adil_dequantize_row_f32, adil_quantize_row_f32,
-        adil_vec_dot_f32_f32, NULL},
-    [ADIL_WT_F16] = {ADIL_WT_F32, adil_dequantize_row_f16, adil_quantize_row_f16,
-        adil_vec_dot_f16_f32, NULL},
-    [ADIL_WT_BF16] = {ADIL_WT_F32, adil_dequantize_row_bf16, adil_quantize_row_bf16,
-        adil_vec_dot_bf16_f32, NULL},
-    [ADIL_WT_Q4_0] = {ADIL_WT_Q8_0, adil_dequantize_row_q4_0, adil_quantize_row_q4_0,
-        adil_vec_dot_q4_0_q8_0, NULL},
-    [ADIL_WT_Q4_1] = {ADIL_WT_Q8_1, adil_dequantize_row_q4_1, adil_quantize_row_q4_1,
-        adil_vec_dot_q4_1_q8_1, NULL},
-    [ADIL_WT_Q5_0] = {ADIL_WT_Q8_0, adil_dequantize_row_q5_0, adil_quantize_row_q5_0,
-        adil_vec_dot_q5_0_q8_0, NULL},
-    [ADIL_WT_Q5_1] = {ADIL_WT_Q8_1, adil_dequantize_row_q5_1, adil_quantize_row_q5_1,
-        adil_vec_dot_q5_1_q8_1, NULL},
-    [ADIL_WT_Q8_0] = {ADIL_WT_Q8_0, adil_dequantize_row_q8_0, adil_quantize_row_q8_0,
-        adil_vec_dot_q8_0_q8_0, NULL},
+    [ADIL_WT_F32] = {ADIL_WT_F32, adil_dequantize_row_f32, adil_quantize_row_f32, adil_vec_dot_f32_f32, NULL},
+    [ADIL_WT_F16] = {ADIL_WT_F32, adil_dequantize_row_f16, adil_quantize_row_f16, adil_vec_dot_f16_f32, NULL},
+    [ADIL_WT_BF16] = {ADIL_WT_F32, adil_dequantize_row_bf16, adil_quantize_row_bf16, adil_vec_dot_bf16_f32,
+                      NULL},
+    [ADIL_WT_Q4_0] = {ADIL_WT_Q8_0, adil_dequantize_row_q4_0, adil_quantize_row_q4_0, adil_vec_dot_q4_0_q8_0,
+                      NULL},
+    [ADIL_WT_Q4_1] = {ADIL_WT_Q8_1, adil_dequantize_row_q4_1, adil_quantize_row_q4_1, adil_vec_dot_q4_1_q8_1,
+                      NULL},
+    [ADIL_WT_Q5_0] = {ADIL_WT_Q8_0, adil_dequantize_row_q5_0, adil_quantize_row_q5_0, adil_vec_dot_q5_0_q8_0,
+                      NULL},
+    [ADIL_WT_Q5_1] = {ADIL_WT_Q8_1, adil_dequantize_row_q5_1, adil_quantize_row_q5_1, adil_vec_dot_q5_1_q8_1,
+                      NULL},
+    [ADIL_WT_Q8_0] = {ADIL_WT_Q8_0, adil_dequantize_row_q8_0, adil_quantize_row_q8_0, adil_vec_dot_q8_0_q8_0,
+                      NULL},
     /* Q8_1 and Q8_K are activation types: no weight dot product. */
     [ADIL_WT_Q8_1] = {ADIL_WT_Q8_1, adil_dequantize_row_q8_1, adil_quantize_row_q8_1, NULL, NULL},
     [ADIL_WT_Q2_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q2_K, NULL, adil_vec_dot_q2_K_q8_K, NULL},
@@ -104,8 +102,7 @@ static void build_tables(void) {
             apply(tables[level], AVX2_KERNELS, sizeof(AVX2_KERNELS) / sizeof(AVX2_KERNELS[0]));
         }
         if (level >= ADIL_CPU_AVX512) {
-            apply(tables[level], AVX512_KERNELS,
-                  sizeof(AVX512_KERNELS) / sizeof(AVX512_KERNELS[0]));
+            apply(tables[level], AVX512_KERNELS, sizeof(AVX512_KERNELS) / sizeof(AVX512_KERNELS[0]));
         }
 #endif
     }

@@ -39,15 +39,15 @@ typedef float (*adil_vec_dot_fn)(int64_t n, const void *weight_row, const void *
  * gives.  Loading a weight block once for several tokens (prefill) and an
  * activation block once for several rows (decode) is the point. */
 typedef struct adil_tile {
-    int64_t n;              /* elements per row */
-    const uint8_t *w;       /* first weight row */
-    size_t w_stride;        /* bytes from one weight row to the next */
+    int64_t n;        /* elements per row */
+    const uint8_t *w; /* first weight row */
+    size_t w_stride;  /* bytes from one weight row to the next */
     int64_t n_rows;
-    const uint8_t *act;     /* first activation row */
-    size_t act_stride;      /* bytes from one activation row to the next */
+    const uint8_t *act; /* first activation row */
+    size_t act_stride;  /* bytes from one activation row to the next */
     int64_t n_tok;
     float *y;
-    size_t y_stride;        /* floats from one token's outputs to the next */
+    size_t y_stride; /* floats from one token's outputs to the next */
 } adil_tile;
 
 typedef void (*adil_tile_dot_fn)(const adil_tile *tile);

@@ -25,26 +25,26 @@
 
 #include <inttypes.h>
 
-#define ROW_GRAIN 16
-#define TOKEN_TILE 32
-#define TILE_BYTES (16 * 1024)
+#define ROW_GRAIN         16
+#define TOKEN_TILE        32
+#define TILE_BYTES        (16 * 1024)
 #define CHUNKS_PER_THREAD 4
-#define MIN_CHUNK_BYTES (24 * 1024)
-#define MAX_CHUNK_BYTES (512 * 1024)
-#define QUANT_TOKENS 8
-#define ACT_ALIGN 64 /* each activation type's rows start on their own cache line */
+#define MIN_CHUNK_BYTES   (24 * 1024)
+#define MAX_CHUNK_BYTES   (512 * 1024)
+#define QUANT_TOKENS      8
+#define ACT_ALIGN         64 /* each activation type's rows start on their own cache line */
 
 /* One weight of the group, ready to compute. */
 typedef struct mm_part {
     const adil_wtype_kernels *wk;
-    const uint8_t *w;      /* [rows][w_row bytes] */
+    const uint8_t *w; /* [rows][w_row bytes] */
     size_t w_row;
     int64_t rows;
-    float *y;              /* [n_tokens][rows] */
-    const uint8_t *act;    /* [n_tokens][act_row bytes]: x in the weight's activation type */
+    float *y;           /* [n_tokens][rows] */
+    const uint8_t *act; /* [n_tokens][act_row bytes]: x in the weight's activation type */
     size_t act_row;
-    int64_t chunk_rows;    /* rows per chunk */
-    int64_t first_chunk;   /* chunks of earlier parts (without epilogue) */
+    int64_t chunk_rows;  /* rows per chunk */
+    int64_t first_chunk; /* chunks of earlier parts (without epilogue) */
     int64_t n_chunks;
 } mm_part;
 
@@ -52,7 +52,7 @@ typedef struct mm_job {
     mm_part part[ADIL_MM_GROUP_MAX];
     int n;
     int64_t cols, n_tokens;
-    const float *x;        /* [n_tokens][cols] */
+    const float *x; /* [n_tokens][cols] */
     adil_mm_epilogue_fn epilogue;
     void *user;
     /* quantization: one entry per distinct activation type */
@@ -64,9 +64,7 @@ typedef struct mm_job {
 
 /* ---- checks ------------------------------------------------------------------ */
 
-static bool activations_are_floats(const adil_wtype_kernels *wk) {
-    return wk->vec_dot_type == ADIL_WT_F32;
-}
+static bool activations_are_floats(const adil_wtype_kernels *wk) { return wk->vec_dot_type == ADIL_WT_F32; }
 
 /* Weight i of g: a type with kernels, whole blocks, g's columns and an output. */
 static adil_status check_weight(const adil_mm_group *g, int i) {
@@ -77,15 +75,14 @@ static adil_status check_weight(const adil_mm_group *g, int i) {
     }
     if (!adil_wtype_has_kernels(w->type)) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "matmul: weight %d: expected a type with kernels, got %s (%" PRIu32 ")",
-                         i, adil_wtype_name(w->type), w->type);
+                         "matmul: weight %d: expected a type with kernels, got %s (%" PRIu32 ")", i,
+                         adil_wtype_name(w->type), w->type);
     }
     const int64_t block = adil_wtype_facts_get(w->type)->block_size;
-    if (w->rows < 1 || w->cols < 1 || w->cols % block != 0 ||
-        w->cols != g->w[0]->cols) {
+    if (w->rows < 1 || w->cols < 1 || w->cols % block != 0 || w->cols != g->w[0]->cols) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "matmul: weight %d: expected %" PRId64 " columns (a positive multiple of %"
-                         PRId64 ") and rows >= 1, got %" PRId64 " x %" PRId64,
+                         "matmul: weight %d: expected %" PRId64 " columns (a positive multiple of %" PRId64
+                         ") and rows >= 1, got %" PRId64 " x %" PRId64,
                          i, g->w[0]->cols, block, w->rows, w->cols);
     }
     if (g->epilogue != NULL && w->rows != g->w[0]->rows) {
@@ -97,11 +94,11 @@ static adil_status check_weight(const adil_mm_group *g, int i) {
 }
 
 static adil_status check_group(const adil_mm_group *g, const float *x, int64_t n_tokens) {
-    if (g == NULL || g->n < 1 || g->n > ADIL_MM_GROUP_MAX || g->w[0] == NULL || x == NULL ||
-        n_tokens < 1) {
+    if (g == NULL || g->n < 1 || g->n > ADIL_MM_GROUP_MAX || g->w[0] == NULL || x == NULL || n_tokens < 1) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "matmul: expected 1..%d weights, x non-NULL and n_tokens >= 1, got "
-                         "n_tokens %" PRId64, ADIL_MM_GROUP_MAX, n_tokens);
+                         "n_tokens %" PRId64,
+                         ADIL_MM_GROUP_MAX, n_tokens);
     }
     for (int i = 0; i < g->n; i++) {
         adil_status st = check_weight(g, i);
@@ -125,22 +122,26 @@ static int act_slot(mm_job *j, const adil_wtype_kernels *at) {
     return j->n_act++;
 }
 
-static size_t align_up(size_t n) {
-    return (n + ACT_ALIGN - 1) & ~(size_t)(ACT_ALIGN - 1);
-}
+static size_t align_up(size_t n) { return (n + ACT_ALIGN - 1) & ~(size_t)(ACT_ALIGN - 1); }
 
 /* Fills the parts of a checked group and gives each distinct activation
  * type its region of scratch (NULL: only count); returns the scratch bytes
  * the group needs. */
 static size_t plan_parts(mm_job *j, const adil_mm_group *g, const float *x, int64_t n_tokens,
                          uint8_t *scratch) {
-    *j = (mm_job){.n = g->n, .cols = g->w[0]->cols, .n_tokens = n_tokens, .x = x,
-                  .epilogue = g->epilogue, .user = g->user};
+    *j = (mm_job){.n = g->n,
+                  .cols = g->w[0]->cols,
+                  .n_tokens = n_tokens,
+                  .x = x,
+                  .epilogue = g->epilogue,
+                  .user = g->user};
     size_t end = 0;
     for (int i = 0; i < g->n; i++) {
         mm_part *p = &j->part[i];
-        *p = (mm_part){.wk = adil_wtype_kernels_get(g->w[i]->type), .w = g->w[i]->data,
-                       .w_row = adil_row_size(g->w[i]->type, j->cols), .rows = g->w[i]->rows,
+        *p = (mm_part){.wk = adil_wtype_kernels_get(g->w[i]->type),
+                       .w = g->w[i]->data,
+                       .w_row = adil_row_size(g->w[i]->type, j->cols),
+                       .rows = g->w[i]->rows,
                        .y = g->y[i]};
         if (activations_are_floats(p->wk)) { /* F32/F16/BF16 weights dot with x itself */
             p->act = (const uint8_t *)x;
@@ -166,8 +167,7 @@ static int64_t chunk_rows(int64_t total_bytes, int64_t bytes_per_row, int64_t ro
         return rows; /* one chunk: nothing to balance */
     }
     int64_t bytes = total_bytes / ((int64_t)CHUNKS_PER_THREAD * nth);
-    bytes = bytes < MIN_CHUNK_BYTES ? MIN_CHUNK_BYTES
-          : bytes > MAX_CHUNK_BYTES ? MAX_CHUNK_BYTES : bytes;
+    bytes = bytes < MIN_CHUNK_BYTES ? MIN_CHUNK_BYTES : bytes > MAX_CHUNK_BYTES ? MAX_CHUNK_BYTES : bytes;
     const int64_t r = (bytes / bytes_per_row + ROW_GRAIN - 1) / ROW_GRAIN * ROW_GRAIN;
     return r < ROW_GRAIN ? ROW_GRAIN : r;
 }
@@ -204,20 +204,24 @@ static void quantize_chunk(void *ctx, int64_t c, int ith) {
     const int64_t t1 = (c + 1) * QUANT_TOKENS < j->n_tokens ? (c + 1) * QUANT_TOKENS : j->n_tokens;
     for (int64_t t = c * QUANT_TOKENS; t < t1; t++) {
         for (int a = 0; a < j->n_act; a++) {
-            j->at[a]->quantize_row(j->x + t * j->cols, j->act[a] + (size_t)t * j->act_row[a],
-                                   j->cols);
+            j->at[a]->quantize_row(j->x + t * j->cols, j->act[a] + (size_t)t * j->act_row[a], j->cols);
         }
     }
 }
 
 /* y of part p for weight rows [r0, r1) x tokens [t0, t1): the level's tile
  * kernel, or vec_dot pair by pair where the type has none (scalar level). */
-static void dot_tile(const mm_job *j, const mm_part *p, int64_t r0, int64_t r1, int64_t t0,
-                     int64_t t1) {
+static void dot_tile(const mm_job *j, const mm_part *p, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
     const adil_tile tile = {
-        .n = j->cols, .w = p->w + (size_t)r0 * p->w_row, .w_stride = p->w_row,
-        .n_rows = r1 - r0, .act = p->act + (size_t)t0 * p->act_row, .act_stride = p->act_row,
-        .n_tok = t1 - t0, .y = p->y + t0 * p->rows + r0, .y_stride = (size_t)p->rows,
+        .n = j->cols,
+        .w = p->w + (size_t)r0 * p->w_row,
+        .w_stride = p->w_row,
+        .n_rows = r1 - r0,
+        .act = p->act + (size_t)t0 * p->act_row,
+        .act_stride = p->act_row,
+        .n_tok = t1 - t0,
+        .y = p->y + t0 * p->rows + r0,
+        .y_stride = (size_t)p->rows,
     };
     if (p->wk->tile_dot != NULL) {
         p->wk->tile_dot(&tile);
@@ -282,8 +286,8 @@ size_t adil_matmul_group_scratch_size(const adil_mm_group *g, int64_t n_tokens) 
     return plan_parts(&j, g, NULL, n_tokens, NULL);
 }
 
-adil_status adil_matmul_group(adil_pool *pool, const adil_mm_group *g, const float *x,
-                              int64_t n_tokens, void *scratch, size_t scratch_size) {
+adil_status adil_matmul_group(adil_pool *pool, const adil_mm_group *g, const float *x, int64_t n_tokens,
+                              void *scratch, size_t scratch_size) {
     adil_status st = check_group(g, x, n_tokens);
     if (st != ADIL_OK) {
         return st;
@@ -291,8 +295,8 @@ adil_status adil_matmul_group(adil_pool *pool, const adil_mm_group *g, const flo
     mm_job j;
     const size_t need = plan_parts(&j, g, x, n_tokens, scratch);
     if (need > 0 && (scratch == NULL || scratch_size < need)) {
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "matmul: scratch: expected %zu bytes, got %zu", need, scratch_size);
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "matmul: scratch: expected %zu bytes, got %zu", need,
+                         scratch_size);
     }
     const int64_t n_chunks = plan_chunks(&j, adil_pool_n_threads(pool));
     if (j.n_act > 0) { /* one token: too little to be worth waking the pool */
@@ -308,8 +312,8 @@ size_t adil_matmul_scratch_size(const adil_weight *w, int64_t n_tokens) {
     return adil_matmul_group_scratch_size(&g, n_tokens);
 }
 
-adil_status adil_matmul(adil_pool *pool, const adil_weight *w, const float *x, int64_t n_tokens,
-                        float *y, void *scratch, size_t scratch_size) {
+adil_status adil_matmul(adil_pool *pool, const adil_weight *w, const float *x, int64_t n_tokens, float *y,
+                        void *scratch, size_t scratch_size) {
     const adil_mm_group g = {.n = 1, .w = {w}, .y = {y}};
     return adil_matmul_group(pool, &g, x, n_tokens, scratch, scratch_size);
 }
@@ -333,8 +337,7 @@ adil_status adil_get_rows(const adil_weight *w, const int32_t *ids, int64_t n_id
                              "get_rows: id %" PRId64 ": expected 0..%" PRId64 ", got %" PRId32, i,
                              w->rows - 1, ids[i]);
         }
-        wk->dequantize_row((const uint8_t *)w->data + (size_t)ids[i] * row, dst + i * w->cols,
-                           w->cols);
+        wk->dequantize_row((const uint8_t *)w->data + (size_t)ids[i] * row, dst + i * w->cols, w->cols);
     }
     return ADIL_OK;
 }

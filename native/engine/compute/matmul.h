@@ -53,10 +53,10 @@ typedef struct adil_weight {
 typedef void (*adil_mm_epilogue_fn)(void *user, int64_t r0, int64_t r1);
 
 typedef struct adil_mm_group {
-    int n;                                /* 1 .. ADIL_MM_GROUP_MAX */
+    int n; /* 1 .. ADIL_MM_GROUP_MAX */
     const adil_weight *w[ADIL_MM_GROUP_MAX];
-    float *y[ADIL_MM_GROUP_MAX];          /* (n_tokens, w[i]->rows), no overlap with x */
-    adil_mm_epilogue_fn epilogue;         /* may be NULL */
+    float *y[ADIL_MM_GROUP_MAX];  /* (n_tokens, w[i]->rows), no overlap with x */
+    adil_mm_epilogue_fn epilogue; /* may be NULL */
     void *user;
 } adil_mm_group;
 
@@ -73,13 +73,13 @@ size_t adil_matmul_group_scratch_size(const adil_mm_group *g, int64_t n_tokens);
  * of the block size or differing between weights, differing rows with an
  * epilogue, n out of range, n_tokens < 1, NULL pointers or too small a
  * scratch; ADIL_OK otherwise. */
-adil_status adil_matmul_group(adil_pool *pool, const adil_mm_group *g, const float *x,
-                              int64_t n_tokens, void *scratch, size_t scratch_size);
+adil_status adil_matmul_group(adil_pool *pool, const adil_mm_group *g, const float *x, int64_t n_tokens,
+                              void *scratch, size_t scratch_size);
 
 /* The group of one weight: its scratch size, and y = x · Wᵀ. */
 size_t adil_matmul_scratch_size(const adil_weight *w, int64_t n_tokens);
-adil_status adil_matmul(adil_pool *pool, const adil_weight *w, const float *x, int64_t n_tokens,
-                        float *y, void *scratch, size_t scratch_size);
+adil_status adil_matmul(adil_pool *pool, const adil_weight *w, const float *x, int64_t n_tokens, float *y,
+                        void *scratch, size_t scratch_size);
 
 /* Embedding lookup: dst[i] = dequantized row ids[i] of W, i < n_ids;
  * dst is [n_ids x cols] floats.  Returns ADIL_STATUS_INVALID_ARGUMENT when an

@@ -29,9 +29,7 @@
 
 #define QK_K ADIL_QK_K
 
-static float fp16(adil_fp16 h) {
-    return adil_fp16_to_f32(h);
-}
+static float fp16(adil_fp16 h) { return adil_fp16_to_f32(h); }
 
 /* sum_j q[j] * a[j] over n elements. */
 static int dot_levels(const int8_t *q, const int8_t *a, int n) {
@@ -160,8 +158,7 @@ static void add_fifth_bit(const uint8_t qh[QK_K / 8], int8_t q[QK_K]) {
 }
 
 /* x = d * sc * q - dmin * m, per sub-block of 32. */
-static void dequantize_k4(const uint8_t scales[12], float d, float dmin, const int8_t *q,
-                          float *dst) {
+static void dequantize_k4(const uint8_t scales[12], float d, float dmin, const int8_t *q, float *dst) {
     for (int j = 0; j < QK_K / 32; j++) {
         int sc, m;
         scale_min_k4(scales, j, &sc, &m);
@@ -172,8 +169,7 @@ static void dequantize_k4(const uint8_t scales[12], float d, float dmin, const i
 }
 
 /* The dot of one unpacked Q4_K/Q5_K super-block with a Q8_K block. */
-static float dot_k4(const uint8_t scales[12], float d, float dmin, const int8_t *q,
-                    const block_q8_K *y) {
+static float dot_k4(const uint8_t scales[12], float d, float dmin, const int8_t *q, const block_q8_K *y) {
     int dots = 0, mins = 0;
     for (int j = 0; j < QK_K / 32; j++) {
         int sc, m;

@@ -17,9 +17,7 @@
 
 #define QK ADIL_QK
 
-static float fp16(adil_fp16 h) {
-    return adil_fp16_to_f32(h);
-}
+static float fp16(adil_fp16 h) { return adil_fp16_to_f32(h); }
 
 static uint32_t load_qh(const uint8_t qh[4]) {
     return (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
@@ -174,8 +172,7 @@ float adil_vec_dot_q4_1_q8_1(int64_t n, const void *w, const void *a) {
     for (int64_t i = 0; i < n / QK; i++) {
         unpack_q4_1(&x[i], q);
         /* sum_j (d q_j + m) * dy qy_j = d dy sum(q qy) + m * (dy sum(qy)) */
-        sum += (float)dot_i8(y[i].qs, q, QK) * (fp16(x[i].d) * fp16(y[i].d)) +
-               fp16(x[i].m) * fp16(y[i].s);
+        sum += (float)dot_i8(y[i].qs, q, QK) * (fp16(x[i].d) * fp16(y[i].d)) + fp16(x[i].m) * fp16(y[i].s);
     }
     return sum;
 }
@@ -281,8 +278,7 @@ float adil_vec_dot_q5_1_q8_1(int64_t n, const void *w, const void *a) {
     int q[QK];
     for (int64_t i = 0; i < n / QK; i++) {
         unpack_q5(x[i].qs, x[i].qh, 0, q);
-        sum += (float)dot_i8(y[i].qs, q, QK) * (fp16(x[i].d) * fp16(y[i].d)) +
-               fp16(x[i].m) * fp16(y[i].s);
+        sum += (float)dot_i8(y[i].qs, q, QK) * (fp16(x[i].d) * fp16(y[i].d)) + fp16(x[i].m) * fp16(y[i].s);
     }
     return sum;
 }

@@ -32,11 +32,11 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define CACHE_LINE 64
-#define SPIN_NS 1000000 /* 1 ms */
+#define CACHE_LINE           64
+#define SPIN_NS              1000000 /* 1 ms */
 #define SPINS_PER_CLOCK_READ 64
 
-#define N_BITS 24
+#define N_BITS     24
 #define MAX_CHUNKS ((1 << N_BITS) - 1)
 #define FIELD_MASK ((uint64_t)MAX_CHUNKS)
 
@@ -44,12 +44,8 @@
 static uint64_t word_make(uint64_t gen, int64_t n) {
     return (gen & 0xFFFF) << (2 * N_BITS) | (uint64_t)n << N_BITS;
 }
-static int64_t word_n(uint64_t w) {
-    return (int64_t)((w >> N_BITS) & FIELD_MASK);
-}
-static int64_t word_next(uint64_t w) {
-    return (int64_t)(w & FIELD_MASK);
-}
+static int64_t word_n(uint64_t w) { return (int64_t)((w >> N_BITS) & FIELD_MASK); }
+static int64_t word_next(uint64_t w) { return (int64_t)(w & FIELD_MASK); }
 
 /* Per-thread state on its own cache line, so workers never share one. */
 typedef struct worker {
@@ -65,7 +61,7 @@ struct adil_pool {
     _Atomic(adil_pool_fn) run_fn;       /* adil_pool_run jobs */
     _Atomic(adil_pool_chunk_fn) for_fn; /* adil_pool_for jobs */
     _Atomic(void *) ctx;
-    _Atomic int64_t base;               /* chunk numbers passed to for_fn start here */
+    _Atomic int64_t base; /* chunk numbers passed to for_fn start here */
     atomic_bool stop;
     alignas(CACHE_LINE) _Atomic int64_t done; /* chunks of the current job finished */
     alignas(CACHE_LINE) atomic_int parked;    /* workers waiting on `wake` */
@@ -73,9 +69,9 @@ struct adil_pool {
     pthread_mutex_t mutex;
     pthread_cond_t wake;
     pthread_cond_t finished;
-    uint64_t generation;                      /* the caller's count of jobs */
+    uint64_t generation; /* the caller's count of jobs */
     int n_threads;
-    worker *workers;                          /* n_threads entries; [0] is the caller */
+    worker *workers; /* n_threads entries; [0] is the caller */
 };
 
 static void cpu_relax(void) {
@@ -91,17 +87,19 @@ static int64_t now_ns(void) {
 }
 
 /* Spins (pause) until cond holds or about SPIN_NS have passed. */
-#define SPIN_UNTIL(cond)                                                        \
-    do {                                                                        \
-        int64_t deadline_ = 0;                                                  \
-        for (int i_ = 1; !(cond); i_++) {                                       \
-            cpu_relax();                                                        \
-            if (i_ % SPINS_PER_CLOCK_READ == 0) {                               \
-                const int64_t t_ = now_ns();                                    \
-                if (deadline_ == 0) deadline_ = t_ + SPIN_NS;                   \
-                else if (t_ > deadline_) break;                                 \
-            }                                                                   \
-        }                                                                       \
+#define SPIN_UNTIL(cond)                          \
+    do {                                          \
+        int64_t deadline_ = 0;                    \
+        for (int i_ = 1; !(cond); i_++) {         \
+            cpu_relax();                          \
+            if (i_ % SPINS_PER_CLOCK_READ == 0) { \
+                const int64_t t_ = now_ns();      \
+                if (deadline_ == 0)               \
+                    deadline_ = t_ + SPIN_NS;     \
+                else if (t_ > deadline_)          \
+                    break;                        \
+            }                                     \
+        }                                         \
     } while (0)
 
 /* Claims the next chunk of the current job; false when none is left. */
@@ -169,8 +167,7 @@ static void *worker_main(void *arg) {
 
 adil_status adil_pool_create(int n_threads, adil_pool **out) {
     if (out == NULL || n_threads < 1 || n_threads > ADIL_POOL_MAX_THREADS) {
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "adil_pool_create: n_threads: expected 1..%d, got %d",
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_pool_create: n_threads: expected 1..%d, got %d",
                          ADIL_POOL_MAX_THREADS, n_threads);
     }
     *out = NULL;
@@ -203,8 +200,8 @@ adil_status adil_pool_create(int n_threads, adil_pool **out) {
     for (int i = 1; i < n_threads; i++) {
         if (pthread_create(&ws[i].thread, NULL, worker_main, &ws[i]) != 0) {
             adil_pool_free(p);
-            return adil_fail(ADIL_STATUS_INTERNAL, "adil_pool_create: cannot start thread %d of %d",
-                             i, n_threads);
+            return adil_fail(ADIL_STATUS_INTERNAL, "adil_pool_create: cannot start thread %d of %d", i,
+                             n_threads);
         }
         ws[i].started = true;
     }
@@ -254,9 +251,7 @@ void adil_pool_free(adil_pool *p) {
     free(p);
 }
 
-int adil_pool_n_threads(const adil_pool *p) {
-    return p != NULL ? p->n_threads : 1;
-}
+int adil_pool_n_threads(const adil_pool *p) { return p != NULL ? p->n_threads : 1; }
 
 void adil_pool_run(adil_pool *p, adil_pool_fn fn, void *ctx) {
     if (p == NULL || p->n_threads == 1) {

@@ -45,8 +45,8 @@ enum {
     ADIL_WT_COUNT = 40 /* ids are < ADIL_WT_COUNT */
 };
 
-#define ADIL_QK 32    /* elements per block of the legacy quants */
-#define ADIL_QK_K 256 /* elements per super-block of the K-quants */
+#define ADIL_QK           32  /* elements per block of the legacy quants */
+#define ADIL_QK_K         256 /* elements per super-block of the K-quants */
 #define ADIL_K_SCALE_SIZE 12
 
 typedef uint16_t adil_fp16; /* IEEE half, raw bits */
@@ -158,9 +158,9 @@ _Static_assert(sizeof(block_q8_K) == 4 + 256 + 32, "block_q8_K size");
 /* ---- facts ------------------------------------------------------------- */
 
 typedef struct adil_wtype_facts {
-    const char *name;        /* "Q4_K", ... (ggml's spelling) */
-    int64_t block_size;      /* elements per block (1 for plain types) */
-    size_t type_size;        /* bytes per block */
+    const char *name;   /* "Q4_K", ... (ggml's spelling) */
+    int64_t block_size; /* elements per block (1 for plain types) */
+    size_t type_size;   /* bytes per block */
 } adil_wtype_facts;
 
 /* The facts of `type`, or NULL when the id is unknown.  A known type may

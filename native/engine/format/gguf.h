@@ -70,7 +70,7 @@ typedef enum gguf_value_type {
 #define GGUF_TYPE_COUNT 13
 
 #define GGUF_DEFAULT_ALIGNMENT 32
-#define GGUF_MAX_DIMS 4
+#define GGUF_MAX_DIMS          4
 
 /* A string inside the file: `len` bytes at `ptr`, NOT NUL-terminated (GGUF
  * strings may contain any byte, NUL included).  ptr is never NULL (an empty
@@ -82,24 +82,24 @@ typedef struct gguf_str {
 
 /* Plain description of one tensor. */
 typedef struct gguf_tensor {
-    const char *name;  /* NUL-terminated copy owned by the gguf_file */
-    uint32_t type;     /* ggml type id (ADIL_WT_*), known to weight_types.h */
-    uint32_t n_dims;   /* 1..4 */
+    const char *name;           /* NUL-terminated copy owned by the gguf_file */
+    uint32_t type;              /* ggml type id (ADIL_WT_*), known to weight_types.h */
+    uint32_t n_dims;            /* 1..4 */
     uint64_t ne[GGUF_MAX_DIMS]; /* ne[0] innermost (row length); dims >= n_dims are 1 */
-    const void *data;  /* first byte, aligned to the file's alignment relative to the file start */
-    uint64_t n_bytes;  /* row_size(type, ne[0]) * ne[1] * ne[2] * ne[3] */
-    uint64_t offset;   /* absolute offset of data in the file (for messages) */
+    const void *data;           /* first byte, aligned to the file's alignment relative to the file start */
+    uint64_t n_bytes;           /* row_size(type, ne[0]) * ne[1] * ne[2] * ne[3] */
+    uint64_t offset;            /* absolute offset of data in the file (for messages) */
 } gguf_tensor;
 
 /* A metadata array.  Filled by gguf_get_array(); read it with the
  * gguf_array_* accessors.  Plain data pointing into the gguf_file. */
 typedef struct gguf_array {
-    uint32_t type;     /* element type (gguf_value_type) */
-    uint64_t count;    /* number of elements */
-    const void *data;  /* numeric arrays: `count` packed little-endian elements,
+    uint32_t type;    /* element type (gguf_value_type) */
+    uint64_t count;   /* number of elements */
+    const void *data; /* numeric arrays: `count` packed little-endian elements,
                           NOT necessarily aligned (use the accessors or memcpy).
                           Other element types: the first element's bytes. */
-    const void *priv;  /* reader's internal index (string offsets); do not touch */
+    const void *priv; /* reader's internal index (string offsets); do not touch */
 } gguf_array;
 
 /* ---- open / close ---------------------------------------------------- */
@@ -138,10 +138,10 @@ adil_status gguf_check_unchanged(const gguf_file *f);
 void gguf_close(gguf_file *f);
 
 /* File-level facts. */
-uint32_t gguf_version(const gguf_file *f);      /* 2 or 3 */
-uint64_t gguf_alignment(const gguf_file *f);    /* general.alignment or 32 */
-uint64_t gguf_data_offset(const gguf_file *f);  /* absolute offset of the data section */
-size_t gguf_size(const gguf_file *f);           /* bytes of the whole file */
+uint32_t gguf_version(const gguf_file *f);     /* 2 or 3 */
+uint64_t gguf_alignment(const gguf_file *f);   /* general.alignment or 32 */
+uint64_t gguf_data_offset(const gguf_file *f); /* absolute offset of the data section */
+size_t gguf_size(const gguf_file *f);          /* bytes of the whole file */
 
 /* ---- metadata: iteration --------------------------------------------- */
 
@@ -185,8 +185,8 @@ adil_status gguf_get_cstr(const gguf_file *f, const char *key, gguf_str *out, bo
 /* ARRAY of any element type; check out->type yourself or use
  * gguf_get_array_of() which also checks the element type. */
 adil_status gguf_get_array(const gguf_file *f, const char *key, gguf_array *out, bool *found);
-adil_status gguf_get_array_of(const gguf_file *f, const char *key, uint32_t elem_type,
-                              gguf_array *out, bool *found);
+adil_status gguf_get_array_of(const gguf_file *f, const char *key, uint32_t elem_type, gguf_array *out,
+                              bool *found);
 
 /* True when `s` equals the NUL-terminated `cstr` (byte for byte). */
 bool gguf_str_eq(gguf_str s, const char *cstr);

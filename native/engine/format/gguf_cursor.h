@@ -18,15 +18,13 @@ typedef struct gguf_cursor {
     size_t pos; /* invariant: pos <= size */
 } gguf_cursor;
 
-static inline size_t gguf_remaining(const gguf_cursor *c) {
-    return c->size - c->pos;
-}
+static inline size_t gguf_remaining(const gguf_cursor *c) { return c->size - c->pos; }
 
 static inline adil_status gguf_need(const gguf_cursor *c, uint64_t n, const char *field) {
     if (n > gguf_remaining(c)) {
         return adil_fail(ADIL_STATUS_MODEL_FORMAT,
-                         "gguf: %s at offset %zu: expected %llu bytes, got %zu (end of file)",
-                         field, c->pos, (unsigned long long)n, gguf_remaining(c));
+                         "gguf: %s at offset %zu: expected %llu bytes, got %zu (end of file)", field, c->pos,
+                         (unsigned long long)n, gguf_remaining(c));
     }
     return ADIL_OK;
 }

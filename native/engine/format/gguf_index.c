@@ -26,12 +26,11 @@ static bool tensor_eq(const void *ctx, uint64_t pos, const void *key) {
 
 uint32_t *gguf_kv_slot(const gguf_file *f, const char *name, size_t len) {
     const name_key key = {name, len};
-    return adil_hash_index_slot(&f->kv_index, adil_hash_bytes(ADIL_HASH_SEED, name, len), kv_eq, f,
-                                &key);
+    return adil_hash_index_slot(&f->kv_index, adil_hash_bytes(ADIL_HASH_SEED, name, len), kv_eq, f, &key);
 }
 
 uint32_t *gguf_tensor_slot(const gguf_file *f, const char *name, size_t len) {
     const name_key key = {name, len};
-    return adil_hash_index_slot(&f->tensor_index, adil_hash_bytes(ADIL_HASH_SEED, name, len),
-                                tensor_eq, f, &key);
+    return adil_hash_index_slot(&f->tensor_index, adil_hash_bytes(ADIL_HASH_SEED, name, len), tensor_eq, f,
+                                &key);
 }

@@ -31,19 +31,19 @@ typedef struct gguf_kv {
 struct gguf_file {
     const uint8_t *base; /* the file's bytes */
     size_t size;
-    void *mapping;       /* non-NULL when we mmap'ed base (munmap on close) */
-    int fd;              /* the mapped file, kept open to notice changes; -1 otherwise */
-    char *path;          /* the mapped file's path, for messages; NULL otherwise */
-    adil_file_id id;     /* the mapped file as it was when mapped */
+    void *mapping;   /* non-NULL when we mmap'ed base (munmap on close) */
+    int fd;          /* the mapped file, kept open to notice changes; -1 otherwise */
+    char *path;      /* the mapped file's path, for messages; NULL otherwise */
+    adil_file_id id; /* the mapped file as it was when mapped */
     uint32_t version;
     uint64_t alignment;
     uint64_t data_offset;
     uint64_t n_kv;
     gguf_kv *kvs;
-    adil_hash_index kv_index;     /* key -> position in kvs */
+    adil_hash_index kv_index; /* key -> position in kvs */
     uint64_t n_tensors;
     gguf_tensor *tensors;
-    char *names;         /* all tensor names, NUL-terminated, one allocation */
+    char *names;                  /* all tensor names, NUL-terminated, one allocation */
     adil_hash_index tensor_index; /* name -> position in tensors */
 };
 

@@ -15,18 +15,30 @@
 
 size_t gguf_scalar_size(uint32_t type) {
     switch (type) {
-    case GGUF_TYPE_UINT8: case GGUF_TYPE_INT8: case GGUF_TYPE_BOOL: return 1;
-    case GGUF_TYPE_UINT16: case GGUF_TYPE_INT16: return 2;
-    case GGUF_TYPE_UINT32: case GGUF_TYPE_INT32: case GGUF_TYPE_FLOAT32: return 4;
-    case GGUF_TYPE_UINT64: case GGUF_TYPE_INT64: case GGUF_TYPE_FLOAT64: return 8;
-    default: return 0;
+    case GGUF_TYPE_UINT8:
+    case GGUF_TYPE_INT8:
+    case GGUF_TYPE_BOOL:
+        return 1;
+    case GGUF_TYPE_UINT16:
+    case GGUF_TYPE_INT16:
+        return 2;
+    case GGUF_TYPE_UINT32:
+    case GGUF_TYPE_INT32:
+    case GGUF_TYPE_FLOAT32:
+        return 4;
+    case GGUF_TYPE_UINT64:
+    case GGUF_TYPE_INT64:
+    case GGUF_TYPE_FLOAT64:
+        return 8;
+    default:
+        return 0;
     }
 }
 
 const char *gguf_type_name(uint32_t type, char buf[24]) {
-    static const char *const names[GGUF_TYPE_COUNT] = {
-        "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
-        "bool", "string", "array", "uint64", "int64", "float64"};
+    static const char *const names[GGUF_TYPE_COUNT] = {"uint8",  "int8",    "uint16", "int16",  "uint32",
+                                                       "int32",  "float32", "bool",   "string", "array",
+                                                       "uint64", "int64",   "float64"};
     if (type < GGUF_TYPE_COUNT) {
         return names[type];
     }
@@ -37,14 +49,12 @@ const char *gguf_type_name(uint32_t type, char buf[24]) {
 /* ---- raw scalar access ---------------------------------------------------- */
 
 static bool is_integer(uint32_t t) {
-    return t == GGUF_TYPE_UINT8 || t == GGUF_TYPE_INT8 || t == GGUF_TYPE_UINT16 ||
-           t == GGUF_TYPE_INT16 || t == GGUF_TYPE_UINT32 || t == GGUF_TYPE_INT32 ||
-           t == GGUF_TYPE_UINT64 || t == GGUF_TYPE_INT64;
+    return t == GGUF_TYPE_UINT8 || t == GGUF_TYPE_INT8 || t == GGUF_TYPE_UINT16 || t == GGUF_TYPE_INT16 ||
+           t == GGUF_TYPE_UINT32 || t == GGUF_TYPE_INT32 || t == GGUF_TYPE_UINT64 || t == GGUF_TYPE_INT64;
 }
 
 static bool is_signed(uint32_t t) {
-    return t == GGUF_TYPE_INT8 || t == GGUF_TYPE_INT16 || t == GGUF_TYPE_INT32 ||
-           t == GGUF_TYPE_INT64;
+    return t == GGUF_TYPE_INT8 || t == GGUF_TYPE_INT16 || t == GGUF_TYPE_INT32 || t == GGUF_TYPE_INT64;
 }
 
 /* Reads an integer of type t at p into (negative, magnitude-as-two's-complement)
@@ -52,10 +62,18 @@ static bool is_signed(uint32_t t) {
 static void read_int(const uint8_t *p, uint32_t t, uint64_t *u, int64_t *s) {
     uint64_t raw;
     switch (gguf_scalar_size(t)) {
-    case 1: raw = p[0]; break;
-    case 2: raw = (uint64_t)p[0] | (uint64_t)p[1] << 8; break;
-    case 4: raw = gguf_le32(p); break;
-    default: raw = gguf_le64(p); break;
+    case 1:
+        raw = p[0];
+        break;
+    case 2:
+        raw = (uint64_t)p[0] | (uint64_t)p[1] << 8;
+        break;
+    case 4:
+        raw = gguf_le32(p);
+        break;
+    default:
+        raw = gguf_le64(p);
+        break;
     }
     *u = raw;
     if (!is_signed(t)) {
@@ -84,9 +102,7 @@ static double read_float(const uint8_t *p, uint32_t t) {
 
 /* ---- keys ------------------------------------------------------------------- */
 
-uint64_t gguf_n_kv(const gguf_file *f) {
-    return f->n_kv;
-}
+uint64_t gguf_n_kv(const gguf_file *f) { return f->n_kv; }
 
 gguf_str gguf_kv_key(const gguf_file *f, uint64_t i) {
     if (i >= f->n_kv) {
@@ -131,13 +147,13 @@ static const gguf_kv *lookup(const gguf_file *f, const char *key, bool *found, a
 
 static adil_status type_mismatch(const gguf_kv *kv, const char *key, const char *expected) {
     char buf[24];
-    return adil_fail(MF, "gguf: key '%s' at offset %" PRIu64 ": expected %s, got %s", key,
-                     kv->key_offset, expected, gguf_type_name(kv->type, buf));
+    return adil_fail(MF, "gguf: key '%s' at offset %" PRIu64 ": expected %s, got %s", key, kv->key_offset,
+                     expected, gguf_type_name(kv->type, buf));
 }
 
 /* Reads an integer key and checks it lies in [lo, hi]. */
-static adil_status get_int(const gguf_file *f, const char *key, bool *found, int64_t lo,
-                           uint64_t hi, const char *what, uint64_t *u, int64_t *s) {
+static adil_status get_int(const gguf_file *f, const char *key, bool *found, int64_t lo, uint64_t hi,
+                           const char *what, uint64_t *u, int64_t *s) {
     adil_status st;
     const gguf_kv *kv = lookup(f, key, found, &st);
     if (kv == NULL) {
@@ -153,8 +169,8 @@ static adil_status get_int(const gguf_file *f, const char *key, bool *found, int
         if (found != NULL) {
             *found = false;
         }
-        return adil_fail(MF, "gguf: key '%s' at offset %" PRIu64 ": expected %s, got %s%" PRIu64,
-                         key, kv->key_offset, what, negative ? "-" : "",
+        return adil_fail(MF, "gguf: key '%s' at offset %" PRIu64 ": expected %s, got %s%" PRIu64, key,
+                         kv->key_offset, what, negative ? "-" : "",
                          negative ? (uint64_t)0 - (uint64_t)*s : *u);
     }
     return ADIL_OK;
@@ -239,10 +255,10 @@ adil_status gguf_get_cstr(const gguf_file *f, const char *key, gguf_str *out, bo
     }
     const char *nul = memchr(s.ptr, '\0', (size_t)s.len);
     if (nul != NULL) {
-        return adil_fail(MF, "gguf: key '%s' at offset %" PRIu64 ": expected a string without NUL "
+        return adil_fail(MF,
+                         "gguf: key '%s' at offset %" PRIu64 ": expected a string without NUL "
                          "bytes (it is used as a C string), got a NUL at byte %zu of %" PRIu64,
-                         key, f->kvs[gguf_find_key(f, key)].key_offset, (size_t)(nul - s.ptr),
-                         s.len);
+                         key, f->kvs[gguf_find_key(f, key)].key_offset, (size_t)(nul - s.ptr), s.len);
     }
     *out = s;
     return ADIL_OK;
@@ -264,8 +280,8 @@ adil_status gguf_get_array(const gguf_file *f, const char *key, gguf_array *out,
     return ADIL_OK;
 }
 
-adil_status gguf_get_array_of(const gguf_file *f, const char *key, uint32_t elem_type,
-                              gguf_array *out, bool *found) {
+adil_status gguf_get_array_of(const gguf_file *f, const char *key, uint32_t elem_type, gguf_array *out,
+                              bool *found) {
     gguf_array a;
     bool here = false;
     adil_status st = gguf_get_array(f, key, &a, found != NULL ? &here : NULL);
@@ -280,9 +296,11 @@ adil_status gguf_get_array_of(const gguf_file *f, const char *key, uint32_t elem
         if (found != NULL) {
             *found = false;
         }
-        return adil_fail(MF, "gguf: key '%s' at offset %" PRIu64 ": expected an array of %s, got "
-                         "an array of %s", key, f->kvs[gguf_find_key(f, key)].key_offset,
-                         gguf_type_name(elem_type, b1), gguf_type_name(a.type, b2));
+        return adil_fail(MF,
+                         "gguf: key '%s' at offset %" PRIu64 ": expected an array of %s, got "
+                         "an array of %s",
+                         key, f->kvs[gguf_find_key(f, key)].key_offset, gguf_type_name(elem_type, b1),
+                         gguf_type_name(a.type, b2));
     }
     *out = a;
     return ADIL_OK;
@@ -344,9 +362,7 @@ float gguf_array_f32(const gguf_array *a, uint64_t i) {
 
 /* ---- tensors ------------------------------------------------------------------- */
 
-uint64_t gguf_n_tensors(const gguf_file *f) {
-    return f->n_tensors;
-}
+uint64_t gguf_n_tensors(const gguf_file *f) { return f->n_tensors; }
 
 const gguf_tensor *gguf_tensor_at(const gguf_file *f, uint64_t i) {
     return i < f->n_tensors ? &f->tensors[i] : NULL;

@@ -64,8 +64,7 @@ static adil_status map_file(const char *path, gguf_file *f) {
         return ADIL_OK;
     }
     void *m = mmap(NULL, (size_t)f->id.size, PROT_READ, MAP_PRIVATE, f->fd, 0);
-    if (m == MAP_FAILED)
-        return adil_fail(ADIL_STATUS_IO, "gguf: cannot map '%s': %s", path, strerror(errno));
+    if (m == MAP_FAILED) return adil_fail(ADIL_STATUS_IO, "gguf: cannot map '%s': %s", path, strerror(errno));
     f->mapping = m;
     f->base = m;
     f->size = (size_t)f->id.size;
@@ -134,7 +133,8 @@ adil_status gguf_check_unchanged(const gguf_file *f) {
         snprintf(change, sizeof change, "same size, modified");
     return adil_fail(ADIL_STATUS_IO,
                      "the model file '%s' changed since it was loaded (%s); reload it, or load it "
-                     "with use_mmap=0 to copy it into memory", f->path, change);
+                     "with use_mmap=0 to copy it into memory",
+                     f->path, change);
 }
 
 void gguf_close(gguf_file *f) {
@@ -159,18 +159,10 @@ void gguf_close(gguf_file *f) {
     free(f);
 }
 
-uint32_t gguf_version(const gguf_file *f) {
-    return f->version;
-}
+uint32_t gguf_version(const gguf_file *f) { return f->version; }
 
-uint64_t gguf_alignment(const gguf_file *f) {
-    return f->alignment;
-}
+uint64_t gguf_alignment(const gguf_file *f) { return f->alignment; }
 
-uint64_t gguf_data_offset(const gguf_file *f) {
-    return f->data_offset;
-}
+uint64_t gguf_data_offset(const gguf_file *f) { return f->data_offset; }
 
-size_t gguf_size(const gguf_file *f) {
-    return f->size;
-}
+size_t gguf_size(const gguf_file *f) { return f->size; }

@@ -19,9 +19,9 @@
 #define MF ADIL_STATUS_MODEL_FORMAT
 
 /* Smallest encodings, used to bound counts by the bytes that remain. */
-#define MIN_KV_BYTES 13     /* key length (8) + value type (4) + a 1-byte value */
+#define MIN_KV_BYTES     13 /* key length (8) + value type (4) + a 1-byte value */
 #define MIN_TENSOR_BYTES 32 /* name length 8 + n_dims 4 + one dim 8 + type 4 + offset 8 */
-#define MIN_ARRAY_BYTES 12  /* element type 4 + count 8 */
+#define MIN_ARRAY_BYTES  12 /* element type 4 + count 8 */
 
 /* ---- message helpers -------------------------------------------------- */
 
@@ -65,8 +65,7 @@ static adil_status read_str(gguf_cursor *c, const char *field, gguf_str *out) {
 
 /* ---- header ------------------------------------------------------------ */
 
-static adil_status parse_header(gguf_cursor *c, gguf_file *f, uint64_t *n_tensors,
-                               uint64_t *n_kv) {
+static adil_status parse_header(gguf_cursor *c, gguf_file *f, uint64_t *n_tensors, uint64_t *n_kv) {
     adil_status st = gguf_need(c, 4, "magic");
     if (st != ADIL_OK) {
         return st;
@@ -84,8 +83,8 @@ static adil_status parse_header(gguf_cursor *c, gguf_file *f, uint64_t *n_tensor
     }
     if (f->version != 2 && f->version != 3) {
         bool swapped = f->version != 0 && (f->version & 0xFFFF) == 0;
-        return adil_fail(MF, "gguf: version at offset 4: expected 2 or 3, got %" PRIu32 "%s",
-                         f->version, swapped ? " (a big-endian file?)" : "");
+        return adil_fail(MF, "gguf: version at offset 4: expected 2 or 3, got %" PRIu32 "%s", f->version,
+                         swapped ? " (a big-endian file?)" : "");
     }
     if ((st = gguf_read_u64(c, "n_tensors", n_tensors)) != ADIL_OK) {
         return st;
@@ -103,8 +102,8 @@ static adil_status parse_header(gguf_cursor *c, gguf_file *f, uint64_t *n_tensor
     }
     if (*n_kv > left / MIN_KV_BYTES) {
         return adil_fail(MF,
-                         "gguf: n_kv at offset 16: expected at most %" PRIu64
-                         " (%d bytes each in %" PRIu64 " bytes left), got %" PRIu64,
+                         "gguf: n_kv at offset 16: expected at most %" PRIu64 " (%d bytes each in %" PRIu64
+                         " bytes left), got %" PRIu64,
                          left / MIN_KV_BYTES, MIN_KV_BYTES, left, *n_kv);
     }
     return ADIL_OK;
@@ -114,8 +113,8 @@ static adil_status parse_header(gguf_cursor *c, gguf_file *f, uint64_t *n_tensor
 
 static adil_status check_value_type(uint32_t type, size_t at, const char *field) {
     if (type >= GGUF_TYPE_COUNT) {
-        return adil_fail(MF, "gguf: %s at offset %zu: expected a value type 0..%d, got %" PRIu32,
-                         field, at, GGUF_TYPE_COUNT - 1, type);
+        return adil_fail(MF, "gguf: %s at offset %zu: expected a value type 0..%d, got %" PRIu32, field, at,
+                         GGUF_TYPE_COUNT - 1, type);
     }
     return ADIL_OK;
 }
@@ -155,8 +154,10 @@ static adil_status skip_scalars(gguf_cursor *c, uint32_t type, uint64_t n, const
  * (for strings) every element. */
 static adil_status parse_array(gguf_cursor *c, int depth, gguf_kv *kv, const char *field) {
     if (depth > GGUF_MAX_ARRAY_DEPTH) {
-        return adil_fail(MF, "gguf: %s at offset %zu: expected arrays nested at most %d deep, got "
-                         "deeper", field, c->pos, GGUF_MAX_ARRAY_DEPTH);
+        return adil_fail(MF,
+                         "gguf: %s at offset %zu: expected arrays nested at most %d deep, got "
+                         "deeper",
+                         field, c->pos, GGUF_MAX_ARRAY_DEPTH);
     }
     uint32_t type;
     uint64_t count;
@@ -186,8 +187,7 @@ static adil_status parse_array(gguf_cursor *c, int depth, gguf_kv *kv, const cha
         return adil_fail(MF,
                          "gguf: %s count at offset %zu: expected at most %zu (%" PRIu64
                          " bytes each in %zu bytes left), got %" PRIu64,
-                         field, at, gguf_remaining(c) / (size_t)min, min, gguf_remaining(c),
-                         count);
+                         field, at, gguf_remaining(c) / (size_t)min, min, gguf_remaining(c), count);
     }
     if (type == GGUF_TYPE_ARRAY) {
         for (uint64_t i = 0; i < count; i++) {
@@ -201,8 +201,7 @@ static adil_status parse_array(gguf_cursor *c, int depth, gguf_kv *kv, const cha
     if (kv != NULL && count > 0) {
         strs = malloc((size_t)count * sizeof(*strs)); /* count <= bytes left / 8 */
         if (strs == NULL) {
-            return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "gguf: %s: %" PRIu64 " strings", field,
-                             count);
+            return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "gguf: %s: %" PRIu64 " strings", field, count);
         }
         kv->arr_strs = strs;
     }
@@ -262,8 +261,7 @@ static adil_status index_kvs(gguf_file *f) {
             return adil_fail(MF,
                              "gguf: key '%s' at offset %" PRIu64 ": expected unique keys, got "
                              "a repeat (first at offset %" PRIu64 ")",
-                             printable(kv->key, name), kv->key_offset,
-                             f->kvs[*slot - 1].key_offset);
+                             printable(kv->key, name), kv->key_offset, f->kvs[*slot - 1].key_offset);
         }
         *slot = (uint32_t)i + 1;
     }
@@ -274,8 +272,7 @@ static adil_status parse_kvs(gguf_cursor *c, gguf_file *f, uint64_t n_kv) {
     size_t cap = 0;
     /* f->n_kv counts the entries parsed so far: those gguf_close releases. */
     for (uint64_t i = 0; i < n_kv; i++) {
-        adil_status st =
-            adil_grow((void **)&f->kvs, &cap, (size_t)i + 1, sizeof(*f->kvs), "gguf: key table");
+        adil_status st = adil_grow((void **)&f->kvs, &cap, (size_t)i + 1, sizeof(*f->kvs), "gguf: key table");
         if (st != ADIL_OK) {
             return st;
         }
@@ -300,10 +297,9 @@ static adil_status read_alignment(gguf_file *f) {
         return st;
     }
     if (a == 0 || (a & (a - 1)) != 0) {
-        return adil_fail(MF,
-                         "gguf: general.alignment at offset %" PRIu64
-                         ": expected a power of two, got %" PRIu32,
-                         f->kvs[i].value_offset, a);
+        return adil_fail(
+            MF, "gguf: general.alignment at offset %" PRIu64 ": expected a power of two, got %" PRIu32,
+            f->kvs[i].value_offset, a);
     }
     f->alignment = a;
     return ADIL_OK;
@@ -320,8 +316,8 @@ static adil_status parse_dims(gguf_cursor *c, gguf_tensor *t, const char *name) 
         return st;
     }
     if (t->n_dims < 1 || t->n_dims > GGUF_MAX_DIMS) {
-        return adil_fail(MF, "gguf: %s at offset %zu: expected 1..%d, got %" PRIu32, field, at,
-                         GGUF_MAX_DIMS, t->n_dims);
+        return adil_fail(MF, "gguf: %s at offset %zu: expected 1..%d, got %" PRIu32, field, at, GGUF_MAX_DIMS,
+                         t->n_dims);
     }
     uint64_t product = 1;
     for (uint32_t d = 0; d < GGUF_MAX_DIMS; d++) {
@@ -355,8 +351,8 @@ static adil_status parse_type(gguf_cursor *c, gguf_tensor *t, const char *name) 
     }
     const adil_wtype_facts *tr = adil_wtype_facts_get(t->type);
     if (tr == NULL) {
-        return adil_fail(MF, "gguf: %s at offset %zu: expected a known ggml type id, got %" PRIu32,
-                         field, at, t->type);
+        return adil_fail(MF, "gguf: %s at offset %zu: expected a known ggml type id, got %" PRIu32, field, at,
+                         t->type);
     }
     if (t->ne[0] % (uint64_t)tr->block_size != 0) {
         return adil_fail(MF,
@@ -368,8 +364,10 @@ static adil_status parse_type(gguf_cursor *c, gguf_tensor *t, const char *name) 
      * the block's bytes can overflow. */
     uint64_t blocks = t->ne[0] / (uint64_t)tr->block_size * t->ne[1] * t->ne[2] * t->ne[3];
     if (blocks > UINT64_MAX / tr->type_size) {
-        return adil_fail(MF, "gguf: tensor '%s' size at offset %zu: expected under 2^64 bytes, "
-                         "got %" PRIu64 " blocks of %zu bytes", name, at, blocks, tr->type_size);
+        return adil_fail(MF,
+                         "gguf: tensor '%s' size at offset %zu: expected under 2^64 bytes, "
+                         "got %" PRIu64 " blocks of %zu bytes",
+                         name, at, blocks, tr->type_size);
     }
     t->n_bytes = blocks * tr->type_size;
     return ADIL_OK;
@@ -387,8 +385,8 @@ static adil_status parse_tensor(gguf_cursor *c, gguf_file *f, uint64_t i, gguf_s
     char name[64];
     printable(*name_out, name);
     if (memchr(name_out->ptr, '\0', (size_t)name_out->len) != NULL) {
-        return adil_fail(MF, "gguf: %s at offset %zu: expected no NUL byte, got one in '%s'",
-                         field, at, name);
+        return adil_fail(MF, "gguf: %s at offset %zu: expected no NUL byte, got one in '%s'", field, at,
+                         name);
     }
     if ((st = parse_dims(c, t, name)) != ADIL_OK || (st = parse_type(c, t, name)) != ADIL_OK) {
         return st;
@@ -399,10 +397,9 @@ static adil_status parse_tensor(gguf_cursor *c, gguf_file *f, uint64_t i, gguf_s
         return st;
     }
     if (t->offset % f->alignment != 0) {
-        return adil_fail(MF,
-                         "gguf: %s at offset %zu: expected a multiple of the alignment %" PRIu64
-                         ", got %" PRIu64,
-                         field, at, f->alignment, t->offset);
+        return adil_fail(
+            MF, "gguf: %s at offset %zu: expected a multiple of the alignment %" PRIu64 ", got %" PRIu64,
+            field, at, f->alignment, t->offset);
     }
     return ADIL_OK;
 }
@@ -450,11 +447,9 @@ static adil_status parse_tensors(gguf_cursor *c, gguf_file *f, uint64_t n_tensor
     size_t names_cap = 0;
     adil_status st = ADIL_OK;
     for (uint64_t i = 0; st == ADIL_OK && i < n_tensors; i++) {
-        st = adil_grow((void **)&f->tensors, &cap, (size_t)i + 1, sizeof(*f->tensors),
-                       "gguf: tensor table");
+        st = adil_grow((void **)&f->tensors, &cap, (size_t)i + 1, sizeof(*f->tensors), "gguf: tensor table");
         if (st == ADIL_OK) {
-            st = adil_grow((void **)&names, &names_cap, (size_t)i + 1, sizeof(*names),
-                           "gguf: tensor names");
+            st = adil_grow((void **)&names, &names_cap, (size_t)i + 1, sizeof(*names), "gguf: tensor names");
         }
         if (st == ADIL_OK) {
             memset(&f->tensors[i], 0, sizeof(f->tensors[i]));
@@ -492,8 +487,7 @@ static adil_status place_data(gguf_cursor *c, gguf_file *f) {
         if (t->offset > room || t->n_bytes > room - t->offset) {
             return adil_fail(MF,
                              "gguf: tensor '%s' data at offset %" PRIu64 ": expected %" PRIu64
-                             " bytes inside the data section of %" PRIu64 " bytes, got offset %"
-                             PRIu64,
+                             " bytes inside the data section of %" PRIu64 " bytes, got offset %" PRIu64,
                              t->name, f->data_offset, t->n_bytes, room, t->offset);
         }
         t->data = c->base + f->data_offset + t->offset;

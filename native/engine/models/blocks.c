@@ -19,8 +19,8 @@ static adil_mm_group qkv_group(const adil_layer *L, float *q, float *k, float *v
 /* What the FFN epilogue needs: act(gate) * up on rows [r0, r1) of each token. */
 typedef struct glu_rows {
     adil_glu_fn glu;
-    float *gate;       /* (T, n_ff) */
-    const float *up;   /* (T, n_ff) */
+    float *gate;     /* (T, n_ff) */
+    const float *up; /* (T, n_ff) */
     int64_t T, n_ff;
 } glu_rows;
 
@@ -30,8 +30,8 @@ static void glu_epilogue(void *user, int64_t r0, int64_t r1) {
 }
 
 static adil_mm_group ffn_group(const adil_layer *L, float *hb, float *hb2, glu_rows *glu) {
-    adil_mm_group g = {.n = 2, .w = {&L->ffn_gate, &L->ffn_up}, .y = {hb, hb2},
-                       .epilogue = glu_epilogue, .user = glu};
+    adil_mm_group g = {
+        .n = 2, .w = {&L->ffn_gate, &L->ffn_up}, .y = {hb, hb2}, .epilogue = glu_epilogue, .user = glu};
     return g;
 }
 
@@ -55,9 +55,8 @@ size_t adil_blocks_scratch_size(const adil_transformer *m, int64_t n_batch) {
     return most;
 }
 
-adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int64_t il,
-                                const float *xb, int64_t T, int64_t pos0, const adil_attn_cfg *cfg,
-                                float *out) {
+adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int64_t il, const float *xb,
+                                int64_t T, int64_t pos0, const adil_attn_cfg *cfg, float *out) {
     const adil_hparams *hp = &m->hp;
     const adil_layer *L = &m->layers[il];
     float *k = adil_kv_k(&fw->kv, il, pos0); /* (T, n_head_kv * head_dim), rows of the cache */
@@ -69,7 +68,8 @@ adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int
     if ((st = adil_matmul_group(fw->pool, &qkv, xb, T, fw->mm_scratch, fw->mm_scratch_size))) return st;
 
     /* per-head RMS norms of queries and keys (gemma3): rows of head_dim */
-    if (L->q_norm) adil_rmsnorm_rows(fw->pool, fw->q, fw->q, L->q_norm, T * hp->n_head, hp->head_dim, hp->rms_eps);
+    if (L->q_norm)
+        adil_rmsnorm_rows(fw->pool, fw->q, fw->q, L->q_norm, T * hp->n_head, hp->head_dim, hp->rms_eps);
     if (L->k_norm) adil_rmsnorm_rows(fw->pool, k, k, L->k_norm, T * hp->n_head_kv, hp->head_dim, hp->rms_eps);
 
     /* rotary position embedding of queries and keys */
@@ -91,7 +91,10 @@ adil_status adil_gated_ffn(const adil_transformer *m, adil_forward *fw, int64_t 
     adil_status st;
     /* hb = act(Wgate · xb) * (Wup · xb), (T, n_ff), chunk by chunk */
     glu_rows glu = {.glu = m->hp.ffn_act == ADIL_FFN_GELU_TANH ? k->gelu_tanh : k->silu,
-                    .gate = fw->hb, .up = fw->hb2, .T = T, .n_ff = m->hp.n_ff};
+                    .gate = fw->hb,
+                    .up = fw->hb2,
+                    .T = T,
+                    .n_ff = m->hp.n_ff};
     const adil_mm_group gate_up = ffn_group(L, fw->hb, fw->hb2, &glu);
     if ((st = adil_matmul_group(fw->pool, &gate_up, xb, T, fw->mm_scratch, fw->mm_scratch_size))) return st;
     /* down projection: out (T, n_embd) */

@@ -11,17 +11,16 @@
 /* How one layer's attention looks at positions. */
 typedef struct adil_attn_cfg {
     adil_rope rope;
-    int64_t window;   /* 0 = every earlier position, else the last `window` */
-    float scale;      /* multiplies q·k */
+    int64_t window; /* 0 = every earlier position, else the last `window` */
+    float scale;    /* multiplies q·k */
 } adil_attn_cfg;
 
 /* out (T, n_embd) = Wo · attention(q, k, v) for the normed input xb
  * (T, n_embd) of layer il at positions pos0..: projects q into fw->q and k,
  * v straight into the cache rows pos0..pos0+T-1, applies the layer's q/k RMS
  * norms when it has them, rotates q and k, attends (fw->att) and projects. */
-adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int64_t il,
-                                const float *xb, int64_t T, int64_t pos0, const adil_attn_cfg *cfg,
-                                float *out);
+adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int64_t il, const float *xb,
+                                int64_t T, int64_t pos0, const adil_attn_cfg *cfg, float *out);
 
 /* Bytes of fw->mm_scratch the two blocks need for batches of n_batch tokens. */
 size_t adil_blocks_scratch_size(const adil_transformer *m, int64_t n_batch);

@@ -22,8 +22,8 @@ static adil_status alloc_floats(float **out, int64_t a, int64_t b, const char *w
     size_t n = floats(a, b);
     *out = n ? malloc(n * sizeof(float)) : NULL;
     if (!*out)
-        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "context: cannot allocate %s (%lld x %lld floats)",
-                         what, (long long)a, (long long)b);
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "context: cannot allocate %s (%lld x %lld floats)", what,
+                         (long long)a, (long long)b);
     return ADIL_OK;
 }
 
@@ -46,8 +46,8 @@ typedef struct fw_buffer {
 
 /* The activation buffers for `m` with n_ctx positions, batches of n_batch
  * and nth threads: the one list that sizing and allocation both read. */
-static void fw_buffers(adil_forward *fw, const adil_hparams *hp, int64_t n_ctx, int64_t n_batch,
-                       int64_t nth, fw_buffer out[FW_BUFFERS]) {
+static void fw_buffers(adil_forward *fw, const adil_hparams *hp, int64_t n_ctx, int64_t n_batch, int64_t nth,
+                       fw_buffer out[FW_BUFFERS]) {
     const int64_t half_rot = hp->n_rot / 2 > 0 ? hp->n_rot / 2 : 1;
     int n = 0;
     out[n++] = (fw_buffer){&fw->x, n_batch, hp->n_embd, "x"};
@@ -65,14 +65,12 @@ static void fw_buffers(adil_forward *fw, const adil_hparams *hp, int64_t n_ctx, 
 }
 
 /* a + b, saturating at UINT64_MAX (the "does not fit" of a byte count). */
-static uint64_t add_bytes(uint64_t a, uint64_t b) {
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
+static uint64_t add_bytes(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 uint64_t adil_forward_bytes(const adil_transformer *m, int64_t n_ctx, int64_t n_batch, int nth) {
     const adil_hparams *hp = &m->hp;
-    uint64_t total = adil_kv_cache_bytes(hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim,
-                                         hp->n_head_kv * hp->head_dim_v);
+    uint64_t total =
+        adil_kv_cache_bytes(hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim, hp->n_head_kv * hp->head_dim_v);
     adil_forward fw;
     fw_buffer bufs[FW_BUFFERS];
     fw_buffers(&fw, hp, n_ctx, n_batch, nth, bufs);
@@ -83,8 +81,8 @@ uint64_t adil_forward_bytes(const adil_transformer *m, int64_t n_ctx, int64_t n_
     return add_bytes(total, matmul_scratch(m, n_batch));
 }
 
-adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, int64_t n_ctx,
-                              int64_t n_batch, adil_pool *pool) {
+adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, int64_t n_ctx, int64_t n_batch,
+                              adil_pool *pool) {
     const adil_hparams *hp = &m->hp;
     memset(fw, 0, sizeof *fw);
     fw->pool = pool;

@@ -80,8 +80,11 @@ static adil_status gemma3_load(const gguf_file *f, adil_transformer *m) {
 static adil_attn_cfg layer_attn(const adil_hparams *hp, int64_t il) {
     const bool local = adil_layer_is_local(hp, il);
     adil_attn_cfg c = {
-        .rope = {.n_rot = hp->n_rot, .base = local ? hp->rope_base_local : hp->rope_base,
-                 .scale = local ? 1.0f : hp->rope_scale, .neox = true, .factors = NULL},
+        .rope = {.n_rot = hp->n_rot,
+                 .base = local ? hp->rope_base_local : hp->rope_base,
+                 .scale = local ? 1.0f : hp->rope_scale,
+                 .neox = true,
+                 .factors = NULL},
         .window = local ? hp->sliding_window : 0,
         .scale = hp->attn_scale,
     };

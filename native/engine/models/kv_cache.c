@@ -29,8 +29,8 @@ adil_status adil_kv_cache_init(adil_kv_cache *kv, int64_t n_layer, int64_t n_ctx
     if (n_layer <= 0 || n_ctx <= 0 || k_width <= 0 || v_width <= 0)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "kv cache: expected positive sizes, got layers %lld, n_ctx %lld, "
-                         "widths %lld/%lld", (long long)n_layer, (long long)n_ctx,
-                         (long long)k_width, (long long)v_width);
+                         "widths %lld/%lld",
+                         (long long)n_layer, (long long)n_ctx, (long long)k_width, (long long)v_width);
     size_t nk = cache_floats(n_layer, n_ctx, k_width);
     size_t nv = cache_floats(n_layer, n_ctx, v_width);
     if (!nk || !nv)

@@ -12,12 +12,12 @@
 #include <stdint.h>
 
 typedef struct adil_kv_cache {
-    int64_t n_ctx;    /* positions */
+    int64_t n_ctx; /* positions */
     int64_t n_layer;
-    int64_t k_width;  /* n_head_kv * head_dim */
-    int64_t v_width;  /* n_head_kv * head_dim_v */
-    float *k;         /* (n_layer, n_ctx, k_width) */
-    float *v;         /* (n_layer, n_ctx, v_width) */
+    int64_t k_width; /* n_head_kv * head_dim */
+    int64_t v_width; /* n_head_kv * head_dim_v */
+    float *k;        /* (n_layer, n_ctx, k_width) */
+    float *v;        /* (n_layer, n_ctx, v_width) */
 } adil_kv_cache;
 
 /* Allocates a cache; ADIL_STATUS_OUT_OF_MEMORY (with the size) when it does

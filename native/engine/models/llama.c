@@ -39,8 +39,10 @@ static adil_status llama_load(const gguf_file *f, adil_transformer *m) {
     if (st != ADIL_OK) return st;
     /* norm vectors: 2 of width n_embd per layer, output_norm, rope factors */
     adil_f32_arena arena;
-    st = adil_load_begin(f, m, 2 * (size_t)m->hp.n_embd * (size_t)m->hp.n_layer +
-                                   (size_t)m->hp.n_embd + (size_t)m->hp.n_rot / 2, &arena);
+    st = adil_load_begin(f, m,
+                         2 * (size_t)m->hp.n_embd * (size_t)m->hp.n_layer + (size_t)m->hp.n_embd +
+                             (size_t)m->hp.n_rot / 2,
+                         &arena);
     for (int il = 0; st == ADIL_OK && il < m->hp.n_layer; il++) st = adil_bind_layer_common(f, m, il, &arena);
     if (st == ADIL_OK)
         st = adil_bind_vector(f, "rope_freqs.weight", -1, m->hp.n_rot / 2, &arena, &m->rope_factors,
@@ -57,8 +59,11 @@ static adil_status llama_forward(const adil_transformer *m, adil_forward *fw, co
     float *xb = fw->xb;   /* (T, D) normed input of a block */
     float *xb2 = fw->xb2; /* (T, D) output of a block */
     const adil_attn_cfg attn = {
-        .rope = {.n_rot = hp->n_rot, .base = hp->rope_base, .scale = hp->rope_scale,
-                 .neox = false, .factors = m->rope_factors},
+        .rope = {.n_rot = hp->n_rot,
+                 .base = hp->rope_base,
+                 .scale = hp->rope_scale,
+                 .neox = false,
+                 .factors = m->rope_factors},
         .window = 0,
         .scale = hp->attn_scale,
     };

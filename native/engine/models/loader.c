@@ -19,9 +19,10 @@ adil_status adil_hparams_check(const adil_transformer *m) {
                          "model: head_count %lld: expected a multiple of head_count_kv %lld",
                          (long long)hp->n_head, (long long)hp->n_head_kv);
     if (hp->n_rot < 2 || hp->n_rot % 2 != 0 || hp->n_rot > hp->head_dim || hp->n_rot > 1024)
-        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
-                         "model: rope dimension count: expected even and <= head width %lld (and 1024), got %lld",
-                         (long long)hp->head_dim, (long long)hp->n_rot);
+        return adil_fail(
+            ADIL_STATUS_MODEL_FORMAT,
+            "model: rope dimension count: expected even and <= head width %lld (and 1024), got %lld",
+            (long long)hp->head_dim, (long long)hp->n_rot);
     return ADIL_OK;
 }
 
@@ -29,14 +30,15 @@ adil_status adil_load_begin(const gguf_file *f, adil_transformer *m, size_t vect
                             adil_f32_arena *arena) {
     const gguf_tensor *t = gguf_find_tensor(f, "token_embd.weight");
     if (!t)
-        return adil_fail(ADIL_STATUS_MODEL_FORMAT, "model: tensor 'token_embd.weight': expected present, got missing");
+        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
+                         "model: tensor 'token_embd.weight': expected present, got missing");
     if (t->ne[1] < 1 || t->ne[1] > (uint64_t)ADIL_MAX_VOCAB)
         return adil_fail(ADIL_STATUS_MODEL_FORMAT,
                          "model: tensor 'token_embd.weight' at offset %llu: expected 1..%lld rows, got %llu",
                          (unsigned long long)t->offset, ADIL_MAX_VOCAB, (unsigned long long)t->ne[1]);
     m->hp.n_vocab = (int64_t)t->ne[1];
-    adil_status st = adil_bind_matrix(f, "token_embd.weight", -1, m->hp.n_vocab, m->hp.n_embd,
-                                      &m->tok_embd, NULL);
+    adil_status st =
+        adil_bind_matrix(f, "token_embd.weight", -1, m->hp.n_vocab, m->hp.n_embd, &m->tok_embd, NULL);
     if (st != ADIL_OK) return st;
 
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
@@ -56,15 +58,13 @@ adil_status adil_hp_read_common(const gguf_file *f, const char *arch, adil_hpara
     if ((st = adil_hp_int(f, arch, "block_count", -1, 1024, &hp->n_layer))) return st;
     if ((st = adil_hp_int(f, arch, "feed_forward_length", -1, 1 << 20, &hp->n_ff))) return st;
     if ((st = adil_hp_int(f, arch, "attention.head_count", -1, 1024, &hp->n_head))) return st;
-    if ((st = adil_hp_int(f, arch, "attention.head_count_kv", hp->n_head, 1024, &hp->n_head_kv)))
+    if ((st = adil_hp_int(f, arch, "attention.head_count_kv", hp->n_head, 1024, &hp->n_head_kv))) return st;
+    if ((st = adil_hp_int(f, arch, "attention.key_length", hp->n_embd / hp->n_head, 1024, &hp->head_dim)))
         return st;
-    if ((st = adil_hp_int(f, arch, "attention.key_length", hp->n_embd / hp->n_head, 1024,
-                          &hp->head_dim))) return st;
     return adil_hp_int(f, arch, "attention.value_length", hp->head_dim, 1024, &hp->head_dim_v);
 }
 
-adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int il,
-                                   adil_f32_arena *a) {
+adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {
     const adil_hparams *hp = &m->hp;
     adil_layer *L = &m->layers[il];
     const int64_t D = hp->n_embd, hd = hp->head_dim, ff = hp->n_ff;
@@ -73,10 +73,12 @@ adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int 
     if ((st = adil_bind_vector(f, "blk.%d.attn_norm.weight", il, D, a, &L->attn_norm, NULL))) return st;
     if ((st = adil_bind_matrix(f, "blk.%d.attn_q.weight", il, q_rows, D, &L->wq, NULL))) return st;
     if ((st = adil_bind_matrix(f, "blk.%d.attn_k.weight", il, kv_rows, D, &L->wk, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.attn_v.weight", il, hp->n_head_kv * hp->head_dim_v, D,
-                               &L->wv, NULL))) return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.attn_output.weight", il, D, hp->n_head * hp->head_dim_v,
-                               &L->wo, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.attn_v.weight", il, hp->n_head_kv * hp->head_dim_v, D, &L->wv,
+                               NULL)))
+        return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.attn_output.weight", il, D, hp->n_head * hp->head_dim_v, &L->wo,
+                               NULL)))
+        return st;
     if ((st = adil_bind_vector(f, "blk.%d.ffn_norm.weight", il, D, a, &L->ffn_norm, NULL))) return st;
     if ((st = adil_bind_matrix(f, "blk.%d.ffn_gate.weight", il, ff, D, &L->ffn_gate, NULL))) return st;
     if ((st = adil_bind_matrix(f, "blk.%d.ffn_up.weight", il, ff, D, &L->ffn_up, NULL))) return st;
@@ -84,8 +86,8 @@ adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int 
 }
 
 adil_status adil_load_end(const gguf_file *f, adil_transformer *m, adil_f32_arena *arena) {
-    adil_status st = adil_bind_vector(f, "output_norm.weight", -1, m->hp.n_embd, arena,
-                                      &m->output_norm, NULL);
+    adil_status st =
+        adil_bind_vector(f, "output_norm.weight", -1, m->hp.n_embd, arena, &m->output_norm, NULL);
     if (st != ADIL_OK) return st;
     bool separate = false;
     st = adil_bind_matrix(f, "output.weight", -1, m->hp.n_vocab, m->hp.n_embd, &m->output, &separate);
@@ -110,8 +112,8 @@ adil_status adil_rope_scaling(const gguf_file *f, const char *arch, float *scale
     if (st != ADIL_OK) return st;
     if (type.len && !gguf_str_eq(type, "linear") && !gguf_str_eq(type, "none"))
         return adil_fail(ADIL_STATUS_CAPABILITY,
-                         "model: key '%s': this engine supports 'linear' and 'none', got '%.*s'",
-                         key, (int)(type.len > 32 ? 32 : type.len), type.ptr);
+                         "model: key '%s': this engine supports 'linear' and 'none', got '%.*s'", key,
+                         (int)(type.len > 32 ? 32 : type.len), type.ptr);
     float factor = 1.0f;
     if ((st = adil_hp_float(f, arch, "rope.scaling.factor", 1.0f, &factor))) return st;
     *scale = gguf_str_eq(type, "none") ? 1.0f : 1.0f / factor;

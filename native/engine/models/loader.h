@@ -33,8 +33,7 @@ adil_status adil_load_begin(const gguf_file *f, adil_transformer *m, size_t vect
 /* Binds the tensors every llama-family layer il has: attn_norm, attn_q/k/v,
  * attn_output, ffn_norm, ffn_gate/up/down (norm vectors into the arena).
  * Architectures bind their extra tensors (Q/K norms, post-norms) after it. */
-adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int il,
-                                   adil_f32_arena *arena);
+adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *arena);
 
 /* Binds output_norm.weight and output.weight (tied to token_embd when the
  * file has none) and counts the file's parameters and bytes. */

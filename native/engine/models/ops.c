@@ -9,7 +9,6 @@
 #include "compute/attention.h"
 #include "compute/matmul.h"
 
-
 #include <math.h>
 #include <string.h>
 
@@ -25,11 +24,12 @@ static void norm_chunk(void *p, int64_t c, int ith) {
     (void)ith;
     const norm_job *j = p;
     const int64_t t1 = (c + 1) * j->rows_per_chunk < j->T ? (c + 1) * j->rows_per_chunk : j->T;
-    for (int64_t t = c * j->rows_per_chunk; t < t1; t++) j->norm(j->out + t * j->n, j->x + t * j->n, j->w, j->n, j->eps);
+    for (int64_t t = c * j->rows_per_chunk; t < t1; t++)
+        j->norm(j->out + t * j->n, j->x + t * j->n, j->w, j->n, j->eps);
 }
 
-void adil_rmsnorm_rows(adil_pool *pool, float *out, const float *x, const float *w, int64_t T,
-                       int64_t n, float eps) {
+void adil_rmsnorm_rows(adil_pool *pool, float *out, const float *x, const float *w, int64_t T, int64_t n,
+                       float eps) {
     /* rows in chunks of about 16k floats: a single token's rows stay on the caller */
     int64_t per = 16384 / (n > 0 ? n : 1);
     per = per < 1 ? 1 : per;
@@ -130,9 +130,9 @@ typedef struct att_job {
     const float *q;
     float *out;
     adil_att_fn kernel;
-    int64_t heads_per_tile;   /* <= group, divides into it in chunks */
+    int64_t heads_per_tile; /* <= group, divides into it in chunks */
     int64_t tokens_per_tile;
-    int64_t head_chunks;      /* chunks of heads_per_tile per KV group */
+    int64_t head_chunks; /* chunks of heads_per_tile per KV group */
     int64_t token_blocks;
     int64_t n_tiles;
 } att_job;
@@ -151,9 +151,15 @@ static void att_tile(const att_job *j, int64_t item, float *scratch) {
     const int64_t h0 = g * group + hc * j->heads_per_tile;
     const int64_t h1 = h0 + j->heads_per_tile < (g + 1) * group ? h0 + j->heads_per_tile : (g + 1) * group;
     adil_att_tile t = {
-        .n_rows = 0, .k = adil_kv_k(kv, j->il, 0) + g * hp->head_dim, .k_stride = (size_t)kv->k_width,
-        .v = adil_kv_v(kv, j->il, 0) + g * hp->head_dim_v, .v_stride = (size_t)kv->v_width,
-        .head_dim = hp->head_dim, .head_dim_v = hp->head_dim_v, .scale = j->scale, .scratch = scratch,
+        .n_rows = 0,
+        .k = adil_kv_k(kv, j->il, 0) + g * hp->head_dim,
+        .k_stride = (size_t)kv->k_width,
+        .v = adil_kv_v(kv, j->il, 0) + g * hp->head_dim_v,
+        .v_stride = (size_t)kv->v_width,
+        .head_dim = hp->head_dim,
+        .head_dim_v = hp->head_dim_v,
+        .scale = j->scale,
+        .scratch = scratch,
     };
     for (int64_t tt = t0; tt < t1; tt++) {
         const int64_t p = j->pos0 + tt;
@@ -177,8 +183,16 @@ static void att_chunk(void *p, int64_t item, int ith) {
 void adil_attention(adil_forward *fw, const adil_hparams *hp, int64_t il, const float *q, float *out,
                     int64_t T, int64_t pos0, int64_t window, float scale) {
     const int64_t group = hp->n_head / hp->n_head_kv;
-    att_job j = {.fw = fw, .hp = hp, .il = il, .T = T, .pos0 = pos0, .window = window,
-                 .scale = scale, .q = q, .out = out, .kernel = adil_attention_kernel()};
+    att_job j = {.fw = fw,
+                 .hp = hp,
+                 .il = il,
+                 .T = T,
+                 .pos0 = pos0,
+                 .window = window,
+                 .scale = scale,
+                 .q = q,
+                 .out = out,
+                 .kernel = adil_attention_kernel()};
     j.heads_per_tile = group < ADIL_ATT_MAX_ROWS ? group : ADIL_ATT_MAX_ROWS;
     if (T == 1) { /* decode: split a group's heads so every thread gets a tile */
         const int64_t per_kv = adil_pool_n_threads(fw->pool) / hp->n_head_kv;

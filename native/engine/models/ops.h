@@ -16,8 +16,8 @@
 
 /* out[t] = x[t] / sqrt(mean(x[t]²) + eps) * w for each of T rows of n
  * (out may equal x), on the pool when there are many rows. */
-void adil_rmsnorm_rows(adil_pool *pool, float *out, const float *x, const float *w, int64_t T,
-                       int64_t n, float eps);
+void adil_rmsnorm_rows(adil_pool *pool, float *out, const float *x, const float *w, int64_t T, int64_t n,
+                       float eps);
 
 /* x[i] += y[i], i < n. */
 void adil_add(float *x, const float *y, int64_t n);

@@ -14,8 +14,8 @@ static void key_name(char *buf, size_t cap, const char *arch, const char *key) {
     snprintf(buf, cap, "%s.%s", arch, key);
 }
 
-adil_status adil_hp_int(const gguf_file *f, const char *arch, const char *key, int64_t dflt,
-                        int64_t max, int64_t *out) {
+adil_status adil_hp_int(const gguf_file *f, const char *arch, const char *key, int64_t dflt, int64_t max,
+                        int64_t *out) {
     char name[128];
     key_name(name, sizeof name, arch, key);
     uint64_t v = 0;
@@ -27,14 +27,13 @@ adil_status adil_hp_int(const gguf_file *f, const char *arch, const char *key, i
         return ADIL_OK;
     }
     if (v < 1 || v > (uint64_t)max)
-        return adil_fail(ADIL_STATUS_MODEL_FORMAT, "model: key '%s': expected 1..%lld, got %llu",
-                         name, (long long)max, (unsigned long long)v);
+        return adil_fail(ADIL_STATUS_MODEL_FORMAT, "model: key '%s': expected 1..%lld, got %llu", name,
+                         (long long)max, (unsigned long long)v);
     *out = (int64_t)v;
     return ADIL_OK;
 }
 
-adil_status adil_hp_float(const gguf_file *f, const char *arch, const char *key, float dflt,
-                          float *out) {
+adil_status adil_hp_float(const gguf_file *f, const char *arch, const char *key, float dflt, float *out) {
     char name[128];
     key_name(name, sizeof name, arch, key);
     float v = dflt;
@@ -49,8 +48,7 @@ adil_status adil_hp_float(const gguf_file *f, const char *arch, const char *key,
 }
 
 /* Finds `fmt` (with the layer filled in); NULL when absent. */
-static const gguf_tensor *find(const gguf_file *f, const char *fmt, int layer, char *name,
-                               size_t cap) {
+static const gguf_tensor *find(const gguf_file *f, const char *fmt, int layer, char *name, size_t cap) {
     if (layer >= 0)
         snprintf(name, cap, fmt, layer);
     else
@@ -66,8 +64,8 @@ static adil_status absent(const char *name, bool *found) {
     return adil_fail(ADIL_STATUS_MODEL_FORMAT, "model: tensor '%s': expected present, got missing", name);
 }
 
-adil_status adil_bind_matrix(const gguf_file *f, const char *fmt, int layer, int64_t rows,
-                             int64_t cols, adil_weight *out, bool *found) {
+adil_status adil_bind_matrix(const gguf_file *f, const char *fmt, int layer, int64_t rows, int64_t cols,
+                             adil_weight *out, bool *found) {
     char name[96];
     const gguf_tensor *t = find(f, fmt, layer, name, sizeof name);
     if (!t) return absent(name, found);
@@ -75,14 +73,15 @@ adil_status adil_bind_matrix(const gguf_file *f, const char *fmt, int layer, int
     if (t->ne[0] != (uint64_t)cols || t->ne[1] != (uint64_t)rows || t->ne[2] != 1 || t->ne[3] != 1)
         return adil_fail(ADIL_STATUS_MODEL_FORMAT,
                          "model: tensor '%s' at offset %llu: expected shape [%lld, %lld], got "
-                         "[%llu, %llu, %llu, %llu]", name, (unsigned long long)t->offset,
-                         (long long)cols, (long long)rows, (unsigned long long)t->ne[0],
-                         (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
-                         (unsigned long long)t->ne[3]);
+                         "[%llu, %llu, %llu, %llu]",
+                         name, (unsigned long long)t->offset, (long long)cols, (long long)rows,
+                         (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+                         (unsigned long long)t->ne[2], (unsigned long long)t->ne[3]);
     if (!adil_wtype_has_kernels(t->type))
         return adil_fail(ADIL_STATUS_CAPABILITY,
                          "model: tensor '%s' has weight type %s (%u), which this engine cannot "
-                         "compute with", name, adil_wtype_name(t->type), t->type);
+                         "compute with",
+                         name, adil_wtype_name(t->type), t->type);
     out->type = t->type;
     out->rows = rows;
     out->cols = cols;
@@ -90,8 +89,8 @@ adil_status adil_bind_matrix(const gguf_file *f, const char *fmt, int layer, int
     return ADIL_OK;
 }
 
-adil_status adil_bind_vector(const gguf_file *f, const char *fmt, int layer, int64_t n,
-                             adil_f32_arena *arena, const float **out, bool *found) {
+adil_status adil_bind_vector(const gguf_file *f, const char *fmt, int layer, int64_t n, adil_f32_arena *arena,
+                             const float **out, bool *found) {
     char name[96];
     const gguf_tensor *t = find(f, fmt, layer, name, sizeof name);
     if (!t) return absent(name, found);
@@ -99,14 +98,15 @@ adil_status adil_bind_vector(const gguf_file *f, const char *fmt, int layer, int
     if (t->ne[0] != (uint64_t)n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
         return adil_fail(ADIL_STATUS_MODEL_FORMAT,
                          "model: tensor '%s' at offset %llu: expected shape [%lld], got "
-                         "[%llu, %llu, %llu, %llu]", name, (unsigned long long)t->offset,
-                         (long long)n, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
-                         (unsigned long long)t->ne[2], (unsigned long long)t->ne[3]);
+                         "[%llu, %llu, %llu, %llu]",
+                         name, (unsigned long long)t->offset, (long long)n, (unsigned long long)t->ne[0],
+                         (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
+                         (unsigned long long)t->ne[3]);
     const adil_wtype_kernels *wk = adil_wtype_kernels_get(t->type);
     if (!wk || !wk->dequantize_row)
         return adil_fail(ADIL_STATUS_CAPABILITY,
-                         "model: tensor '%s' has weight type %s (%u), which this engine cannot read",
-                         name, adil_wtype_name(t->type), t->type);
+                         "model: tensor '%s' has weight type %s (%u), which this engine cannot read", name,
+                         adil_wtype_name(t->type), t->type);
     if (arena->cap - arena->used < (size_t)n)
         return adil_fail(ADIL_STATUS_INTERNAL, "model: vector arena too small for '%s'", name);
     float *dst = arena->base + arena->used;

@@ -16,26 +16,25 @@
 /* Reads the integer "<arch>.<key>" into *out.  Required when dflt < 0
  * (ADIL_STATUS_MODEL_FORMAT when absent), else *out = dflt when absent.
  * Values outside [1, max] are refused. */
-adil_status adil_hp_int(const gguf_file *f, const char *arch, const char *key, int64_t dflt,
-                        int64_t max, int64_t *out);
+adil_status adil_hp_int(const gguf_file *f, const char *arch, const char *key, int64_t dflt, int64_t max,
+                        int64_t *out);
 
 /* Reads the float "<arch>.<key>" into *out, or *out = dflt when absent.
  * Non-finite or non-positive values are refused. */
-adil_status adil_hp_float(const gguf_file *f, const char *arch, const char *key, float dflt,
-                          float *out);
+adil_status adil_hp_float(const gguf_file *f, const char *arch, const char *key, float dflt, float *out);
 
 /* Binds the 2-D tensor `name` (printf format with one int, the layer, or a
  * plain name with layer < 0) as a (rows, cols) weight matrix.  When `found`
  * is NULL the tensor is required; otherwise its absence sets *found = false.
  * ADIL_STATUS_MODEL_FORMAT for a shape mismatch, ADIL_STATUS_CAPABILITY for
  * a weight type without kernels. */
-adil_status adil_bind_matrix(const gguf_file *f, const char *name, int layer, int64_t rows,
-                             int64_t cols, adil_weight *out, bool *found);
+adil_status adil_bind_matrix(const gguf_file *f, const char *name, int layer, int64_t rows, int64_t cols,
+                             adil_weight *out, bool *found);
 
 /* A bump allocator for the f32 copies of small vectors (norm weights). */
 typedef struct adil_f32_arena {
     float *base;
-    size_t used, cap;            /* in floats */
+    size_t used, cap; /* in floats */
 } adil_f32_arena;
 
 /* Dequantizes the 1-D tensor `name` (layer as above) of n elements into the

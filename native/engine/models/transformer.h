@@ -33,33 +33,32 @@ typedef enum adil_ffn_act {
 } adil_ffn_act;
 
 typedef struct adil_hparams {
-    int64_t n_vocab;         /* rows of the embedding */
-    int64_t n_embd;          /* model width */
+    int64_t n_vocab; /* rows of the embedding */
+    int64_t n_embd;  /* model width */
     int64_t n_layer;
-    int64_t n_head;          /* query heads */
-    int64_t n_head_kv;       /* key/value heads (GQA: n_head % n_head_kv == 0) */
-    int64_t head_dim;        /* width of one query/key head */
-    int64_t head_dim_v;      /* width of one value head */
-    int64_t n_ff;            /* hidden width of the feed-forward block */
-    int64_t n_rot;           /* leading dims of a head that RoPE rotates (even) */
+    int64_t n_head;     /* query heads */
+    int64_t n_head_kv;  /* key/value heads (GQA: n_head % n_head_kv == 0) */
+    int64_t head_dim;   /* width of one query/key head */
+    int64_t head_dim_v; /* width of one value head */
+    int64_t n_ff;       /* hidden width of the feed-forward block */
+    int64_t n_rot;      /* leading dims of a head that RoPE rotates (even) */
     uint32_t n_ctx_train;
     float rms_eps;
-    float rope_base;         /* RoPE base of global (full-attention) layers */
-    float rope_base_local;   /* RoPE base of sliding-window layers */
-    float rope_scale;        /* position multiplier (1 / linear scaling factor) */
-    bool rope_neox;          /* rotate pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
-    int64_t sliding_window;  /* tokens a local layer sees (itself included); 0 = none */
-    int64_t swa_period;      /* layer l is local when l % swa_period != swa_period - 1 */
-    float attn_scale;        /* multiplies q·k */
-    float embd_scale;        /* multiplies the looked-up embeddings */
-    float final_softcap;     /* logits = c * tanh(logits / c); 0 = off */
+    float rope_base;        /* RoPE base of global (full-attention) layers */
+    float rope_base_local;  /* RoPE base of sliding-window layers */
+    float rope_scale;       /* position multiplier (1 / linear scaling factor) */
+    bool rope_neox;         /* rotate pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
+    int64_t sliding_window; /* tokens a local layer sees (itself included); 0 = none */
+    int64_t swa_period;     /* layer l is local when l % swa_period != swa_period - 1 */
+    float attn_scale;       /* multiplies q·k */
+    float embd_scale;       /* multiplies the looked-up embeddings */
+    float final_softcap;    /* logits = c * tanh(logits / c); 0 = off */
     adil_ffn_act ffn_act;
 } adil_hparams;
 
 /* True when layer `il` attends only to the last sliding_window positions. */
 static inline bool adil_layer_is_local(const adil_hparams *hp, int64_t il) {
-    return hp->sliding_window > 0 && hp->swa_period > 0 &&
-           il % hp->swa_period != hp->swa_period - 1;
+    return hp->sliding_window > 0 && hp->swa_period > 0 && il % hp->swa_period != hp->swa_period - 1;
 }
 
 /* ---- weights ------------------------------------------------------------- */
@@ -82,14 +81,14 @@ typedef struct adil_layer {
 
 typedef struct adil_transformer {
     adil_hparams hp;
-    adil_weight tok_embd;        /* (n_vocab, n_embd) */
-    adil_layer *layers;          /* (n_layer) */
-    const float *output_norm;    /* (n_embd) */
-    adil_weight output;          /* (n_vocab, n_embd); == tok_embd when tied */
-    const float *rope_factors;   /* (n_rot / 2) or NULL: per-frequency divisors (llama 3) */
-    float *owned;                /* norm vectors, dequantized to f32 at load */
-    uint64_t n_params;           /* elements of all tensors */
-    uint64_t n_bytes;            /* bytes of all tensors */
+    adil_weight tok_embd;      /* (n_vocab, n_embd) */
+    adil_layer *layers;        /* (n_layer) */
+    const float *output_norm;  /* (n_embd) */
+    adil_weight output;        /* (n_vocab, n_embd); == tok_embd when tied */
+    const float *rope_factors; /* (n_rot / 2) or NULL: per-frequency divisors (llama 3) */
+    float *owned;              /* norm vectors, dequantized to f32 at load */
+    uint64_t n_params;         /* elements of all tensors */
+    uint64_t n_bytes;          /* bytes of all tensors */
 } adil_transformer;
 
 /* ---- the state a forward pass works in (one per context) ------------------ */
@@ -115,37 +114,37 @@ typedef struct adil_rope_table {
     adil_rope cfg;
     int64_t pos0, T;
     bool valid;
-    uint64_t used;               /* rope_clock when last used */
-    float *cs, *sn;              /* (n_batch, n_rot / 2) */
+    uint64_t used;  /* rope_clock when last used */
+    float *cs, *sn; /* (n_batch, n_rot / 2) */
 } adil_rope_table;
 
 typedef struct adil_forward {
     adil_kv_cache kv;
-    adil_pool *pool;             /* threads of this context (may be NULL: one thread) */
-    int64_t n_batch;             /* most tokens evaluated at once */
+    adil_pool *pool; /* threads of this context (may be NULL: one thread) */
+    int64_t n_batch; /* most tokens evaluated at once */
     /* activations of one batch */
-    float *x;                    /* (n_batch, n_embd) the residual stream */
-    float *xb;                   /* (n_batch, n_embd) normed input of a block */
-    float *xb2;                  /* (n_batch, n_embd) output of a block */
-    float *q;                    /* (n_batch, n_head * head_dim) */
-    float *k;                    /* (n_batch, n_head_kv * head_dim) */
-    float *v;                    /* (n_batch, n_head_kv * head_dim_v) */
-    float *att;                  /* (n_batch, n_head * head_dim_v) attention output */
-    float *scores;               /* (n_threads, ADIL_ATT_MAX_ROWS * kv.n_ctx) attention scratch */
-    float *hb;                   /* (n_batch, n_ff) gate */
-    float *hb2;                  /* (n_batch, n_ff) up */
-    void *mm_scratch;            /* quantized activations for adil_matmul_group */
+    float *x;         /* (n_batch, n_embd) the residual stream */
+    float *xb;        /* (n_batch, n_embd) normed input of a block */
+    float *xb2;       /* (n_batch, n_embd) output of a block */
+    float *q;         /* (n_batch, n_head * head_dim) */
+    float *k;         /* (n_batch, n_head_kv * head_dim) */
+    float *v;         /* (n_batch, n_head_kv * head_dim_v) */
+    float *att;       /* (n_batch, n_head * head_dim_v) attention output */
+    float *scores;    /* (n_threads, ADIL_ATT_MAX_ROWS * kv.n_ctx) attention scratch */
+    float *hb;        /* (n_batch, n_ff) gate */
+    float *hb2;       /* (n_batch, n_ff) up */
+    void *mm_scratch; /* quantized activations for adil_matmul_group */
     size_t mm_scratch_size;
     adil_rope_table rope[ADIL_ROPE_TABLES];
     uint64_t rope_clock;
-    adil_stop_fn stop;           /* may be NULL */
+    adil_stop_fn stop; /* may be NULL */
     void *stop_user;
 } adil_forward;
 
 /* Sizes and allocates the state for `m` with a KV cache of n_ctx positions,
  * batches of up to n_batch tokens, on `pool` (borrowed; may be NULL). */
-adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, int64_t n_ctx,
-                              int64_t n_batch, adil_pool *pool);
+adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, int64_t n_ctx, int64_t n_batch,
+                              adil_pool *pool);
 void adil_forward_free(adil_forward *fw);
 
 /* The bytes adil_forward_init allocates for these sizes with nth threads
@@ -159,12 +158,11 @@ uint64_t adil_forward_bytes(const adil_transformer *m, int64_t n_ctx, int64_t n_
  * values to the cache, and writes logits: (n, n_vocab) when all_logits, else
  * (1, n_vocab) for the last token (logits NULL: none).  On a stop status the cache is left as
  * it was (positions >= pos0 are invalid). */
-typedef adil_status (*adil_forward_fn)(const adil_transformer *m, adil_forward *fw,
-                                       const int32_t *tokens, int64_t n, int64_t pos0,
-                                       float *logits, bool all_logits);
+typedef adil_status (*adil_forward_fn)(const adil_transformer *m, adil_forward *fw, const int32_t *tokens,
+                                       int64_t n, int64_t pos0, float *logits, bool all_logits);
 
 typedef struct adil_arch {
-    const char *name;            /* general.architecture */
+    const char *name; /* general.architecture */
     /* Reads hyperparameters and binds tensors of `f` into m (zeroed).  May
      * leave allocations in m on failure: the caller frees with
      * adil_transformer_free. */

@@ -17,13 +17,11 @@
 
 /* ---- GPT-2's byte <-> code point map -------------------------------------- */
 
-static bool byte_is_printable(unsigned b)
-{
+static bool byte_is_printable(unsigned b) {
     return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
 }
 
-void adil_bpe_init_byte_map(adil_tokenizer *tok)
-{
+void adil_bpe_init_byte_map(adil_tokenizer *tok) {
     /* Printable Latin-1 bytes stand for themselves; the other 68 bytes take
      * the code points from U+0100 on, in byte order. */
     uint32_t next = 0x100;
@@ -32,8 +30,7 @@ void adil_bpe_init_byte_map(adil_tokenizer *tok)
     }
 }
 
-int adil_bpe_byte_of_cp(const adil_tokenizer *tok, uint32_t cp)
-{
+int adil_bpe_byte_of_cp(const adil_tokenizer *tok, uint32_t cp) {
     if (cp < 256 && byte_is_printable(cp)) {
         return (int)cp;
     }
@@ -51,8 +48,7 @@ int adil_bpe_byte_of_cp(const adil_tokenizer *tok, uint32_t cp)
 
 /* A pair merges when the merge table has it; the lowest rank merges first. */
 static bool rank_cost(const adil_tokenizer *tok, const char *word, const adil_merge_symbol *l,
-                      const adil_merge_symbol *r, double *cost)
-{
+                      const adil_merge_symbol *r, double *cost) {
     int32_t rank = adil_merge_rank(tok, word + l->start, l->n, word + r->start, r->n);
     if (rank < 0) {
         return false;
@@ -63,7 +59,7 @@ static bool rank_cost(const adil_tokenizer *tok, const char *word, const adil_me
 
 /* Per-call scratch, reused across the words of a fragment. */
 typedef struct bpe_work {
-    char *word;                    /* the encoded word */
+    char *word; /* the encoded word */
     size_t word_cap;
     adil_merge_symbol *syms;
     size_t syms_cap;
@@ -72,8 +68,7 @@ typedef struct bpe_work {
 
 /* Emits a merged symbol: its token, else the tokens of its single bytes
  * that exist (llama.cpp drops the others). */
-static adil_status emit_symbol(const adil_tokenizer *tok, const char *s, size_t n, adil_ids *out)
-{
+static adil_status emit_symbol(const adil_tokenizer *tok, const char *s, size_t n, adil_ids *out) {
     int32_t id = adil_vocab_find(tok, s, n);
     if (id >= 0) {
         return adil_ids_push(out, id);
@@ -91,9 +86,8 @@ static adil_status emit_symbol(const adil_tokenizer *tok, const char *s, size_t 
 }
 
 /* Writes word = the byte-level encoding of cps[0..n); returns its length. */
-static adil_status encode_word(const adil_tokenizer *tok, bpe_work *w, const uint32_t *cps,
-                               size_t n, size_t *len)
-{
+static adil_status encode_word(const adil_tokenizer *tok, bpe_work *w, const uint32_t *cps, size_t n,
+                               size_t *len) {
     /* Each code point has at most 4 bytes, each byte becomes at most 2. */
     adil_status st = adil_grow((void **)&w->word, &w->word_cap, n * 8, 1, "tokenize: word bytes");
     if (st != ADIL_OK) {
@@ -111,9 +105,8 @@ static adil_status encode_word(const adil_tokenizer *tok, bpe_work *w, const uin
     return ADIL_OK;
 }
 
-static adil_status tokenize_word(const adil_tokenizer *tok, bpe_work *w, const uint32_t *cps,
-                                 size_t n, adil_ids *out)
-{
+static adil_status tokenize_word(const adil_tokenizer *tok, bpe_work *w, const uint32_t *cps, size_t n,
+                                 adil_ids *out) {
     size_t len;
     adil_status st = encode_word(tok, w, cps, n, &len);
     if (st != ADIL_OK) {
@@ -137,9 +130,7 @@ static adil_status tokenize_word(const adil_tokenizer *tok, bpe_work *w, const u
     return st;
 }
 
-adil_status adil_bpe_tokenize(const adil_tokenizer *tok, const char *text, size_t len,
-                              adil_ids *out)
-{
+adil_status adil_bpe_tokenize(const adil_tokenizer *tok, const char *text, size_t len, adil_ids *out) {
     uint32_t *cps = malloc((len ? len : 1) * sizeof *cps);
     size_t *lens = malloc((len ? len : 1) * sizeof *lens);
     bpe_work w = {.heap = {.what = "tokenize: pairs"}};

@@ -14,16 +14,15 @@
 
 #include <stdlib.h>
 
-size_t adil_merge_split_chars(const char *text, size_t len, adil_merge_symbol *syms)
-{
+size_t adil_merge_split_chars(const char *text, size_t len, adil_merge_symbol *syms) {
     size_t n = 0;
     for (size_t off = 0; off < len;) {
         size_t c = adil_utf8_len((uint8_t)text[off]);
         if (c > len - off) {
             c = len - off;
         }
-        syms[n] = (adil_merge_symbol){.prev = (int32_t)n - 1, .next = -1,
-                                      .start = (uint32_t)off, .n = (uint32_t)c};
+        syms[n] =
+            (adil_merge_symbol){.prev = (int32_t)n - 1, .next = -1, .start = (uint32_t)off, .n = (uint32_t)c};
         if (n > 0) {
             syms[n - 1].next = (int32_t)n;
         }
@@ -36,13 +35,11 @@ size_t adil_merge_split_chars(const char *text, size_t len, adil_merge_symbol *s
 /* ---- the candidate heap ---------------------------------------------------- */
 
 /* True when a merges before b: lower cost, then leftmost. */
-static bool before(const adil_merge_cand *a, const adil_merge_cand *b)
-{
+static bool before(const adil_merge_cand *a, const adil_merge_cand *b) {
     return a->cost < b->cost || (a->cost == b->cost && a->left < b->left);
 }
 
-static adil_status heap_push(adil_merge_heap *h, adil_merge_cand c)
-{
+static adil_status heap_push(adil_merge_heap *h, adil_merge_cand c) {
     adil_status st = adil_grow((void **)&h->data, &h->cap, h->n + 1, sizeof *h->data, h->what);
     if (st != ADIL_OK) {
         return st;
@@ -56,8 +53,7 @@ static adil_status heap_push(adil_merge_heap *h, adil_merge_cand c)
     return ADIL_OK;
 }
 
-static adil_merge_cand heap_pop(adil_merge_heap *h)
-{
+static adil_merge_cand heap_pop(adil_merge_heap *h) {
     adil_merge_cand top = h->data[0];
     adil_merge_cand last = h->data[--h->n];
     size_t i = 0;
@@ -84,10 +80,8 @@ static adil_merge_cand heap_pop(adil_merge_heap *h)
 /* ---- merging ----------------------------------------------------------------- */
 
 /* Proposes merging symbols left and right when the model has a cost for it. */
-static adil_status try_pair(const adil_tokenizer *tok, const char *text,
-                            const adil_merge_symbol *syms, int32_t left, int32_t right,
-                            adil_merge_cost_fn cost_of, adil_merge_heap *heap)
-{
+static adil_status try_pair(const adil_tokenizer *tok, const char *text, const adil_merge_symbol *syms,
+                            int32_t left, int32_t right, adil_merge_cost_fn cost_of, adil_merge_heap *heap) {
     if (left < 0 || right < 0) {
         return ADIL_OK;
     }
@@ -100,10 +94,8 @@ static adil_status try_pair(const adil_tokenizer *tok, const char *text,
     return heap_push(heap, c);
 }
 
-adil_status adil_merge_symbols(const adil_tokenizer *tok, const char *text,
-                               adil_merge_symbol *syms, size_t n, adil_merge_cost_fn cost_of,
-                               adil_merge_heap *heap)
-{
+adil_status adil_merge_symbols(const adil_tokenizer *tok, const char *text, adil_merge_symbol *syms, size_t n,
+                               adil_merge_cost_fn cost_of, adil_merge_heap *heap) {
     adil_status st = ADIL_OK;
     heap->n = 0;
     for (size_t i = 1; i < n && st == ADIL_OK; i++) {

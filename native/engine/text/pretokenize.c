@@ -27,44 +27,26 @@ typedef struct scan {
 
 #define PAST_END 0xFFFFFFFFu
 
-static uint32_t cp_at(const scan *s, size_t i)
-{
-    return i < s->n ? s->cps[i] : PAST_END;
-}
+static uint32_t cp_at(const scan *s, size_t i) { return i < s->n ? s->cps[i] : PAST_END; }
 
-static bool in_range(const scan *s, size_t i)
-{
-    return i < s->n;
-}
+static bool in_range(const scan *s, size_t i) { return i < s->n; }
 
-static bool is_letter(const scan *s, size_t i)
-{
+static bool is_letter(const scan *s, size_t i) {
     return i < s->n && adil_ucd_class_of(s->cps[i]) == ADIL_UCD_LETTER;
 }
 
-static bool is_number(const scan *s, size_t i)
-{
+static bool is_number(const scan *s, size_t i) {
     return i < s->n && adil_ucd_class_of(s->cps[i]) == ADIL_UCD_NUMBER;
 }
 
-static bool is_space(const scan *s, size_t i)
-{
-    return i < s->n && adil_ucd_is_space(s->cps[i]);
-}
+static bool is_space(const scan *s, size_t i) { return i < s->n && adil_ucd_is_space(s->cps[i]); }
 
-static bool is_line_break(uint32_t cp)
-{
-    return cp == '\r' || cp == '\n';
-}
+static bool is_line_break(uint32_t cp) { return cp == '\r' || cp == '\n'; }
 
-static uint32_t ascii_lower(uint32_t cp)
-{
-    return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
-}
+static uint32_t ascii_lower(uint32_t cp) { return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp; }
 
 /* Length of a contraction ('s 't 'm 'd 're 've 'll, any case) at i, or 0. */
-static size_t match_contraction(const scan *s, size_t i)
-{
+static size_t match_contraction(const scan *s, size_t i) {
     if (cp_at(s, i) != '\'' || !in_range(s, i + 1)) {
         return 0;
     }
@@ -83,8 +65,7 @@ static size_t match_contraction(const scan *s, size_t i)
 }
 
 /* [^\r\n\p{L}\p{N}]?\p{L}+ at i, or 0. */
-static size_t match_word(const scan *s, size_t i)
-{
+static size_t match_word(const scan *s, size_t i) {
     uint32_t cp = cp_at(s, i);
     if (is_line_break(cp) || is_number(s, i)) {
         return 0;
@@ -100,8 +81,7 @@ static size_t match_word(const scan *s, size_t i)
 }
 
 /* \p{N}{1,3} (max_digits 3) or \p{N} (max_digits 1) at i, or 0. */
-static size_t match_number(const scan *s, size_t i, size_t max_digits)
-{
+static size_t match_number(const scan *s, size_t i, size_t max_digits) {
     size_t j = i;
     while (j - i < max_digits && is_number(s, j)) {
         j++;
@@ -110,8 +90,7 @@ static size_t match_number(const scan *s, size_t i, size_t max_digits)
 }
 
 /* " ?[^\s\p{L}\p{N}]+[\r\n]*" at i, or 0. */
-static size_t match_punct(const scan *s, size_t i)
-{
+static size_t match_punct(const scan *s, size_t i) {
     size_t j = i + (cp_at(s, i) == ' ' ? 1 : 0);
     /* The first character after the optional space must be punctuation; a
      * lone space at the very end also ends up here (as in llama.cpp). */
@@ -128,8 +107,7 @@ static size_t match_punct(const scan *s, size_t i)
 }
 
 /* The three blank alternatives at i, or 0 when i is not blank. */
-static size_t match_blanks(const scan *s, size_t i)
-{
+static size_t match_blanks(const scan *s, size_t i) {
     size_t n = 0, end_of_breaks = 0;
     while (is_space(s, i + n)) {
         if (is_line_break(cp_at(s, i + n))) {
@@ -138,16 +116,15 @@ static size_t match_blanks(const scan *s, size_t i)
         n++;
     }
     if (end_of_breaks > 0) {
-        return end_of_breaks - i;         /* \s*[\r\n]+ */
+        return end_of_breaks - i; /* \s*[\r\n]+ */
     }
     if (n > 1 && in_range(s, i + n)) {
-        return n - 1;                     /* \s+(?!\S): leave one blank for the next word */
+        return n - 1; /* \s+(?!\S): leave one blank for the next word */
     }
-    return n;                             /* \s+ */
+    return n; /* \s+ */
 }
 
-static size_t match_at(const scan *s, size_t i, size_t max_digits)
-{
+static size_t match_at(const scan *s, size_t i, size_t max_digits) {
     size_t m = match_contraction(s, i);
     if (m == 0) {
         m = match_word(s, i);
@@ -164,9 +141,7 @@ static size_t match_at(const scan *s, size_t i, size_t max_digits)
     return m > 0 ? m : 1; /* nothing matched: the character alone */
 }
 
-void adil_pretokenize(adil_pretok kind, const uint32_t *cps, size_t n, size_t *lens,
-                      size_t *n_words)
-{
+void adil_pretokenize(adil_pretok kind, const uint32_t *cps, size_t n, size_t *lens, size_t *n_words) {
     scan s = {.cps = cps, .n = n};
     size_t max_digits = kind == ADIL_PRETOK_LLAMA3 ? 3 : 1;
     size_t w = 0;

@@ -16,12 +16,12 @@ typedef struct candidate {
 struct adil_sampler {
     adil_sampling_params params;
     int64_t n_vocab;
-    uint64_t rng[4];       /* xoshiro256** state */
-    int32_t *history;      /* ring of the last repeat_last_n accepted tokens */
-    int64_t n_history;     /* tokens in the ring (<= repeat_last_n) */
-    int64_t history_head;  /* next slot to write */
-    int32_t *window;       /* scratch copy of the ring, sorted to find distinct ids */
-    candidate *cand;       /* (n_vocab) */
+    uint64_t rng[4];      /* xoshiro256** state */
+    int32_t *history;     /* ring of the last repeat_last_n accepted tokens */
+    int64_t n_history;    /* tokens in the ring (<= repeat_last_n) */
+    int64_t history_head; /* next slot to write */
+    int32_t *window;      /* scratch copy of the ring, sorted to find distinct ids */
+    candidate *cand;      /* (n_vocab) */
 };
 
 /* ---- random numbers ------------------------------------------------------- */
@@ -71,8 +71,7 @@ static adil_status check_params(const adil_sampling_params *p) {
     return ADIL_OK;
 }
 
-adil_status adil_sampler_new(const adil_sampling_params *params, int64_t n_vocab,
-                             adil_sampler **out) {
+adil_status adil_sampler_new(const adil_sampling_params *params, int64_t n_vocab, adil_sampler **out) {
     if (!out) return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "sampler: out is NULL");
     *out = NULL;
     if (n_vocab < 1 || n_vocab > INT32_MAX)
@@ -80,8 +79,8 @@ adil_status adil_sampler_new(const adil_sampling_params *params, int64_t n_vocab
                          INT32_MAX, (long long)n_vocab);
     adil_sampling_params p;
     adil_sampling_default_params(&p);
-    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_SAMPLING_PARAMS,
-                                      "adil_sampling_params");
+    adil_status st =
+        adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_SAMPLING_PARAMS, "adil_sampling_params");
     if (st == ADIL_OK) st = check_params(&p);
     if (st != ADIL_OK) return st;
 

@@ -27,8 +27,7 @@ typedef struct adil_sampler adil_sampler;
  * field and its value) for a negative or non-finite temperature, top_p
  * outside (0, 1], min_p outside [0, 1], repeat_penalty <= 0 or non-finite,
  * repeat_last_n < 0, or a struct_size smaller than the 2.0 struct. */
-adil_status adil_sampler_new(const adil_sampling_params *params, int64_t n_vocab,
-                             adil_sampler **out);
+adil_status adil_sampler_new(const adil_sampling_params *params, int64_t n_vocab, adil_sampler **out);
 
 void adil_sampler_free(adil_sampler *s);
 

@@ -16,8 +16,7 @@
 
 /* ---- building ---------------------------------------------------------- */
 
-static bool is_special_attr(uint8_t attr)
-{
+static bool is_special_attr(uint8_t attr) {
     return (attr & (ADIL_ATTR_CONTROL | ADIL_ATTR_USER_DEFINED | ADIL_ATTR_UNKNOWN)) != 0;
 }
 
@@ -30,8 +29,7 @@ typedef struct special_key {
     int32_t id;
 } special_key;
 
-static int cmp_special(const void *a, const void *b)
-{
+static int cmp_special(const void *a, const void *b) {
     const special_key *x = a, *y = b;
     if (x->len != y->len) {
         return x->len > y->len ? -1 : 1;
@@ -39,9 +37,7 @@ static int cmp_special(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-static adil_status trie_add(adil_tokenizer *tok, size_t *cap, const char *s, size_t len,
-                            int32_t special)
-{
+static adil_status trie_add(adil_tokenizer *tok, size_t *cap, const char *s, size_t len, int32_t special) {
     uint32_t node = 0;
     for (size_t i = 0; i < len; i++) {
         uint8_t b = (uint8_t)s[i];
@@ -50,14 +46,14 @@ static adil_status trie_add(adil_tokenizer *tok, size_t *cap, const char *s, siz
             c = tok->trie[c].sibling;
         }
         if (c == 0) {
-            adil_status st = adil_grow((void **)&tok->trie, cap, (size_t)tok->n_trie + 1,
-                                       sizeof *tok->trie, "tokenizer: special-token trie");
+            adil_status st = adil_grow((void **)&tok->trie, cap, (size_t)tok->n_trie + 1, sizeof *tok->trie,
+                                       "tokenizer: special-token trie");
             if (st != ADIL_OK) {
                 return st;
             }
             c = tok->n_trie++;
-            tok->trie[c] = (adil_trie_node){.child = 0, .sibling = tok->trie[node].child,
-                                            .special = -1, .byte = b};
+            tok->trie[c] =
+                (adil_trie_node){.child = 0, .sibling = tok->trie[node].child, .special = -1, .byte = b};
             tok->trie[node].child = c;
         }
         node = c;
@@ -68,8 +64,7 @@ static adil_status trie_add(adil_tokenizer *tok, size_t *cap, const char *s, siz
     return ADIL_OK;
 }
 
-adil_status adil_special_index(adil_tokenizer *tok)
-{
+adil_status adil_special_index(adil_tokenizer *tok) {
     uint32_t n = 0;
     for (uint32_t id = 0; id < tok->n_vocab; id++) {
         n += is_special_attr(tok->vocab[id].attr) && tok->vocab[id].len > 0;
@@ -103,10 +98,8 @@ adil_status adil_special_index(adil_tokenizer *tok)
 
 /* ---- splitting ----------------------------------------------------------- */
 
-static adil_status frag_push(adil_fragments *f, size_t start, size_t len, int32_t token)
-{
-    adil_status st = adil_grow((void **)&f->data, &f->cap, f->n + 1, sizeof *f->data,
-                               "tokenize: fragments");
+static adil_status frag_push(adil_fragments *f, size_t start, size_t len, int32_t token) {
+    adil_status st = adil_grow((void **)&f->data, &f->cap, f->n + 1, sizeof *f->data, "tokenize: fragments");
     if (st != ADIL_OK) {
         return st;
     }
@@ -114,17 +107,15 @@ static adil_status frag_push(adil_fragments *f, size_t start, size_t len, int32_
     return ADIL_OK;
 }
 
-static bool allowed(const adil_tokenizer *tok, int32_t id, bool parse_special)
-{
+static bool allowed(const adil_tokenizer *tok, int32_t id, bool parse_special) {
     /* Control and unknown tokens only when asked; user-defined always. */
     return parse_special || (tok->vocab[id].attr & (ADIL_ATTR_CONTROL | ADIL_ATTR_UNKNOWN)) == 0;
 }
 
 /* Marks in `present` (one byte per special) every allowed special token
  * that occurs somewhere in the text. */
-static void find_present(const adil_tokenizer *tok, const char *text, size_t len,
-                         bool parse_special, uint8_t *present)
-{
+static void find_present(const adil_tokenizer *tok, const char *text, size_t len, bool parse_special,
+                         uint8_t *present) {
     for (size_t pos = 0; pos < len; pos++) {
         uint32_t node = 0;
         for (size_t i = pos; i < len; i++) {
@@ -146,8 +137,7 @@ static void find_present(const adil_tokenizer *tok, const char *text, size_t len
 }
 
 /* The first occurrence of needle in hay[from, end), or SIZE_MAX. */
-static size_t find_in(const char *hay, size_t from, size_t end, const char *needle, size_t n)
-{
+static size_t find_in(const char *hay, size_t from, size_t end, const char *needle, size_t n) {
     if (n == 0 || end - from < n) {
         return SIZE_MAX;
     }
@@ -167,8 +157,7 @@ static size_t find_in(const char *hay, size_t from, size_t end, const char *need
 /* Cuts every occurrence of special token `id` out of the raw fragments of
  * `in`, writing the new fragment list to `out`. */
 static adil_status cut_token(const adil_tokenizer *tok, const char *text, int32_t id,
-                             const adil_fragments *in, adil_fragments *out)
-{
+                             const adil_fragments *in, adil_fragments *out) {
     const char *needle = adil_vocab_text(tok, id);
     size_t n = tok->vocab[id].len;
     out->n = 0;
@@ -209,9 +198,8 @@ static adil_status cut_token(const adil_tokenizer *tok, const char *text, int32_
     return ADIL_OK;
 }
 
-adil_status adil_special_split(const adil_tokenizer *tok, const char *text, size_t len,
-                               bool parse_special, adil_fragments *out)
-{
+adil_status adil_special_split(const adil_tokenizer *tok, const char *text, size_t len, bool parse_special,
+                               adil_fragments *out) {
     if (len == 0) {
         return ADIL_OK; /* no fragments at all, as llama.cpp for "" */
     }

@@ -15,8 +15,7 @@
 
 /* A pair merges when its text is a token; the best score merges first. */
 static bool score_cost(const adil_tokenizer *tok, const char *text, const adil_merge_symbol *l,
-                       const adil_merge_symbol *r, double *cost)
-{
+                       const adil_merge_symbol *r, double *cost) {
     int32_t id = adil_vocab_find(tok, text + l->start, l->n + r->n);
     if (id < 0) {
         return false;
@@ -26,9 +25,8 @@ static bool score_cost(const adil_tokenizer *tok, const char *text, const adil_m
 }
 
 /* Emits one final symbol: its token, or byte tokens when it has none. */
-static adil_status emit_symbol(const adil_tokenizer *tok, const char *text,
-                               const adil_merge_symbol *s, adil_ids *out)
-{
+static adil_status emit_symbol(const adil_tokenizer *tok, const char *text, const adil_merge_symbol *s,
+                               adil_ids *out) {
     int32_t id = adil_vocab_find(tok, text + s->start, s->n);
     if (id >= 0) {
         return adil_ids_push(out, id);
@@ -48,9 +46,7 @@ static adil_status emit_symbol(const adil_tokenizer *tok, const char *text,
     return ADIL_OK;
 }
 
-adil_status adil_spm_tokenize(const adil_tokenizer *tok, const char *text, size_t len,
-                              adil_ids *out)
-{
+adil_status adil_spm_tokenize(const adil_tokenizer *tok, const char *text, size_t len, adil_ids *out) {
     if (len == 0) {
         return ADIL_OK;
     }

@@ -19,26 +19,34 @@
 #include <string.h>
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
-#define FW_BAR "\xef\xbd\x9c"   /* U+FF5C fullwidth vertical line */
-#define LOWER_8 "\xe2\x96\x81"  /* U+2581 */
+#define FW_BAR  "\xef\xbd\x9c" /* U+FF5C fullwidth vertical line */
+#define LOWER_8 "\xe2\x96\x81" /* U+2581 */
 
 static const char *const k_eot[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
-    "<EOT>", "_<EOT>", "[EOT]", "<" FW_BAR "end" LOWER_8 "of" LOWER_8 "sentence" FW_BAR ">",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "<" FW_BAR "end" LOWER_8 "of" LOWER_8 "sentence" FW_BAR ">",
     "<end_of_utterance>",
 };
 static const char *const k_eom[] = {"<|eom_id|>"};
 static const char *const k_fim_pre[] = {
-    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<" FW_BAR "fim" LOWER_8 "begin" FW_BAR ">",
-    "<PRE>", LOWER_8 "<PRE>", "<|code_prefix|>", "<|prefix|>",
+    "<|fim_prefix|>", "<fim-prefix>",  "<fim_prefix>",    "<" FW_BAR "fim" LOWER_8 "begin" FW_BAR ">",
+    "<PRE>",          LOWER_8 "<PRE>", "<|code_prefix|>", "<|prefix|>",
 };
 static const char *const k_fim_suf[] = {
-    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<" FW_BAR "fim" LOWER_8 "hole" FW_BAR ">",
-    "<SUF>", LOWER_8 "<SUF>", "<|code_suffix|>", "<|suffix|>",
+    "<|fim_suffix|>", "<fim-suffix>",  "<fim_suffix>",    "<" FW_BAR "fim" LOWER_8 "hole" FW_BAR ">",
+    "<SUF>",          LOWER_8 "<SUF>", "<|code_suffix|>", "<|suffix|>",
 };
 static const char *const k_fim_mid[] = {
-    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<" FW_BAR "fim" LOWER_8 "end" FW_BAR ">",
-    "<MID>", LOWER_8 "<MID>", "<|code_middle|>", "<|middle|>",
+    "<|fim_middle|>", "<fim-middle>",  "<fim_middle>",    "<" FW_BAR "fim" LOWER_8 "end" FW_BAR ">",
+    "<MID>",          LOWER_8 "<MID>", "<|code_middle|>", "<|middle|>",
 };
 static const char *const k_fim_pad[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
 static const char *const k_fim_rep[] = {
@@ -46,23 +54,42 @@ static const char *const k_fim_rep[] = {
 };
 static const char *const k_fim_sep[] = {"<|file_sep|>"};
 static const char *const k_eog[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<" FW_BAR "end" LOWER_8 "of" LOWER_8 "sentence" FW_BAR ">", "[e~[",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|flush|>",
+    "<|calls|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "</s>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "[EOS]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<eos>",
+    "<turn|>",
+    "<|tool_response>",
+    "<" FW_BAR "end" LOWER_8 "of" LOWER_8 "sentence" FW_BAR ">",
+    "[e~[",
 };
 static const char *const k_user_defined[] = {
-    "<|channel|>", "<|message|>", "<|start|>", "<|constrain|>",
+    "<|channel|>",
+    "<|message|>",
+    "<|start|>",
+    "<|constrain|>",
 };
 
-static int32_t find(const adil_tokenizer *tok, const char *text)
-{
+static int32_t find(const adil_tokenizer *tok, const char *text) {
     return adil_vocab_find(tok, text, strlen(text));
 }
 
 /* The first token of `list` present in the vocabulary, made control. */
-static int32_t first_made_control(adil_tokenizer *tok, const char *const *list, size_t n)
-{
+static int32_t first_made_control(adil_tokenizer *tok, const char *const *list, size_t n) {
     for (size_t i = 0; i < n; i++) {
         int32_t id = find(tok, list[i]);
         if (id >= 0) {
@@ -73,8 +100,7 @@ static int32_t first_made_control(adil_tokenizer *tok, const char *const *list, 
     return -1;
 }
 
-static void mark(adil_tokenizer *tok, int32_t id, uint8_t bits)
-{
+static void mark(adil_tokenizer *tok, int32_t id, uint8_t bits) {
     if (id >= 0) {
         tok->vocab[id].attr |= bits;
     }
@@ -84,8 +110,7 @@ static void mark(adil_tokenizer *tok, int32_t id, uint8_t bits)
  * "<|flush|>") uses "<|end|>" inside a turn: it does not end generation
  * and is always printed.  One with "<|tool_response>" or "<|plamo:eos|>"
  * has a normal "</s>". */
-static void apply_exceptions(adil_tokenizer *tok)
-{
+static void apply_exceptions(adil_tokenizer *tok) {
     int32_t end = find(tok, "<|end|>");
     bool has_return = find(tok, "<|return|>") >= 0;
     bool has_call = find(tok, "<|call|>") >= 0 || find(tok, "<|calls|>") >= 0;
@@ -103,8 +128,7 @@ static void apply_exceptions(adil_tokenizer *tok)
     }
 }
 
-void adil_token_fixups(adil_tokenizer *tok)
-{
+void adil_token_fixups(adil_tokenizer *tok) {
     if (tok->eot_id < 0) {
         tok->eot_id = first_made_control(tok, k_eot, N_OF(k_eot));
     }

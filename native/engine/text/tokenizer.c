@@ -14,8 +14,7 @@
 
 static const char k_space_marker[] = "\xe2\x96\x81"; /* U+2581 "▁" */
 
-void adil_tokenizer_desc_init(adil_tokenizer_desc *desc)
-{
+void adil_tokenizer_desc_init(adil_tokenizer_desc *desc) {
     memset(desc, 0, sizeof *desc);
     desc->bos_id = desc->eos_id = desc->eot_id = desc->unk_id = desc->pad_id = -1;
     desc->add_bos = desc->add_eos = desc->add_space_prefix = -1;
@@ -23,38 +22,43 @@ void adil_tokenizer_desc_init(adil_tokenizer_desc *desc)
 
 /* ---- construction -------------------------------------------------------- */
 
-static uint8_t attr_of_type(int32_t type)
-{
+static uint8_t attr_of_type(int32_t type) {
     switch (type) {
-    case ADIL_TOKEN_TYPE_NORMAL: return ADIL_ATTR_NORMAL;
-    case ADIL_TOKEN_TYPE_UNKNOWN: return ADIL_ATTR_UNKNOWN;
-    case ADIL_TOKEN_TYPE_CONTROL: return ADIL_ATTR_CONTROL;
-    case ADIL_TOKEN_TYPE_USER_DEFINED: return ADIL_ATTR_USER_DEFINED;
-    case ADIL_TOKEN_TYPE_UNUSED: return ADIL_ATTR_UNUSED;
-    case ADIL_TOKEN_TYPE_BYTE: return ADIL_ATTR_BYTE;
-    default: return ADIL_ATTR_UNDEFINED;
+    case ADIL_TOKEN_TYPE_NORMAL:
+        return ADIL_ATTR_NORMAL;
+    case ADIL_TOKEN_TYPE_UNKNOWN:
+        return ADIL_ATTR_UNKNOWN;
+    case ADIL_TOKEN_TYPE_CONTROL:
+        return ADIL_ATTR_CONTROL;
+    case ADIL_TOKEN_TYPE_USER_DEFINED:
+        return ADIL_ATTR_USER_DEFINED;
+    case ADIL_TOKEN_TYPE_UNUSED:
+        return ADIL_ATTR_UNUSED;
+    case ADIL_TOKEN_TYPE_BYTE:
+        return ADIL_ATTR_BYTE;
+    default:
+        return ADIL_ATTR_UNDEFINED;
     }
 }
 
-static adil_status check_desc(const adil_tokenizer_desc *d)
-{
+static adil_status check_desc(const adil_tokenizer_desc *d) {
     if (!d->model) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "tokenizer: model: expected a name, got NULL");
     }
     if (d->n_vocab == 0 || d->n_vocab > (uint32_t)INT32_MAX || !d->tokens || !d->token_lens) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "tokenizer: vocabulary: expected 1..%d strings with lengths, got %u "
-                         "(tokens %s)", INT32_MAX, d->n_vocab, d->tokens ? "given" : "NULL");
+                         "(tokens %s)",
+                         INT32_MAX, d->n_vocab, d->tokens ? "given" : "NULL");
     }
     if (d->n_merges > 0 && (!d->merges || !d->merge_lens)) {
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "tokenizer: merges: expected %u strings, got NULL", d->n_merges);
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "tokenizer: merges: expected %u strings, got NULL",
+                         d->n_merges);
     }
     return ADIL_OK;
 }
 
-static adil_status choose_model(adil_tokenizer *tok, const adil_tokenizer_desc *d)
-{
+static adil_status choose_model(adil_tokenizer *tok, const adil_tokenizer_desc *d) {
     if (strcmp(d->model, "llama") == 0) {
         tok->is_spm = true;
         tok->pretok = ADIL_PRETOK_NONE;
@@ -65,10 +69,10 @@ static adil_status choose_model(adil_tokenizer *tok, const adil_tokenizer_desc *
                          "tokenizer: tokenizer.ggml.model: expected \"llama\" or \"gpt2\", got \"%s\"",
                          d->model);
     }
-    static const char *const llama3[] = {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1",
-                                         "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"};
-    static const char *const qwen2[] = {"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2",
-                                        "stablelm2", "hunyuan", "solar-open"};
+    static const char *const llama3[] = {"llama3",  "llama-v3", "llama-bpe", "falcon3",     "falcon-h1",
+                                         "pixtral", "midm-2.0", "lfm2",      "jina-v5-nano"};
+    static const char *const qwen2[] = {"qwen2",     "deepseek-r1-qwen", "kormo",     "f2llmv2",
+                                        "stablelm2", "hunyuan",          "solar-open"};
     const char *pre = d->pre ? d->pre : "default";
     tok->is_spm = false;
     for (size_t i = 0; i < N_OF(llama3); i++) {
@@ -85,30 +89,33 @@ static adil_status choose_model(adil_tokenizer *tok, const adil_tokenizer_desc *
     }
     return adil_fail(ADIL_STATUS_CAPABILITY,
                      "tokenizer: tokenizer.ggml.pre: expected a llama-3 or qwen2 pre-tokenizer "
-                     "(\"llama-bpe\", \"qwen2\", ...), got \"%s\"", pre);
+                     "(\"llama-bpe\", \"qwen2\", ...), got \"%s\"",
+                     pre);
 }
 
 /* Copies the vocabulary into one block.  An empty string becomes
  * "[EMPTY_<id>]" as in llama.cpp, so that it can never match text. */
-static adil_status copy_vocab(adil_tokenizer *tok, const adil_tokenizer_desc *d)
-{
+static adil_status copy_vocab(adil_tokenizer *tok, const adil_tokenizer_desc *d) {
     uint64_t total = 0;
     for (uint32_t i = 0; i < d->n_vocab; i++) {
         total += d->token_lens[i] ? d->token_lens[i] : 24;
         if (d->token_lens[i] && !d->tokens[i]) {
-            return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "tokenizer: token %u: expected %u bytes, "
-                             "got NULL", i, d->token_lens[i]);
+            return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                             "tokenizer: token %u: expected %u bytes, "
+                             "got NULL",
+                             i, d->token_lens[i]);
         }
     }
     if (total >= UINT32_MAX) {
-        return adil_fail(ADIL_STATUS_MODEL_FORMAT, "tokenizer: vocabulary: expected under 4 GiB "
-                         "of token text, got %llu bytes", (unsigned long long)total);
+        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
+                         "tokenizer: vocabulary: expected under 4 GiB "
+                         "of token text, got %llu bytes",
+                         (unsigned long long)total);
     }
     tok->text = malloc((size_t)total + 1);
     tok->vocab = calloc(d->n_vocab, sizeof *tok->vocab);
     if (!tok->text || !tok->vocab) {
-        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenizer: out of memory for %u tokens",
-                         d->n_vocab);
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenizer: out of memory for %u tokens", d->n_vocab);
     }
     uint32_t off = 0;
     for (uint32_t i = 0; i < d->n_vocab; i++) {
@@ -127,8 +134,7 @@ static adil_status copy_vocab(adil_tokenizer *tok, const adil_tokenizer_desc *d)
     return ADIL_OK;
 }
 
-static adil_status copy_merges(adil_tokenizer *tok, const adil_tokenizer_desc *d)
-{
+static adil_status copy_merges(adil_tokenizer *tok, const adil_tokenizer_desc *d) {
     uint64_t total = 0;
     for (uint32_t i = 0; i < d->n_merges; i++) {
         if (d->merge_lens[i] && !d->merges[i]) {
@@ -142,8 +148,7 @@ static adil_status copy_merges(adil_tokenizer *tok, const adil_tokenizer_desc *d
     tok->merge_len = malloc(n * sizeof *tok->merge_len);
     tok->merge_split = malloc(n * sizeof *tok->merge_split);
     if (!tok->merge_text || !tok->merge_offset || !tok->merge_len || !tok->merge_split) {
-        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenizer: out of memory for %u merges",
-                         d->n_merges);
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "tokenizer: out of memory for %u merges", d->n_merges);
     }
     uint64_t off = 0;
     for (uint32_t i = 0; i < d->n_merges; i++) {
@@ -162,14 +167,12 @@ static adil_status copy_merges(adil_tokenizer *tok, const adil_tokenizer_desc *d
     return adil_merges_index(tok);
 }
 
-static int32_t valid_id(const adil_tokenizer *tok, int32_t id)
-{
+static int32_t valid_id(const adil_tokenizer *tok, int32_t id) {
     return (id >= 0 && (uint32_t)id < tok->n_vocab) ? id : -1;
 }
 
 /* llama: each byte's <0xXX> token, else the one-byte token, else none. */
-static void index_bytes(adil_tokenizer *tok)
-{
+static void index_bytes(adil_tokenizer *tok) {
     for (unsigned b = 0; b < 256; b++) {
         char hex[7];
         snprintf(hex, sizeof hex, "<0x%02X>", b);
@@ -182,8 +185,7 @@ static void index_bytes(adil_tokenizer *tok)
     }
 }
 
-static void set_flags(adil_tokenizer *tok, const adil_tokenizer_desc *d)
-{
+static void set_flags(adil_tokenizer *tok, const adil_tokenizer_desc *d) {
     tok->bos_id = valid_id(tok, d->bos_id);
     tok->eos_id = valid_id(tok, d->eos_id);
     tok->eot_id = valid_id(tok, d->eot_id);
@@ -195,8 +197,7 @@ static void set_flags(adil_tokenizer *tok, const adil_tokenizer_desc *d)
     tok->add_space_prefix = d->add_space_prefix < 0 ? tok->is_spm : d->add_space_prefix != 0;
 }
 
-adil_status adil_tokenizer_new(const adil_tokenizer_desc *desc, adil_tokenizer **out)
-{
+adil_status adil_tokenizer_new(const adil_tokenizer_desc *desc, adil_tokenizer **out) {
     if (!out) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_tokenizer_new: out is NULL");
     }
@@ -237,8 +238,7 @@ adil_status adil_tokenizer_new(const adil_tokenizer_desc *desc, adil_tokenizer *
     return ADIL_OK;
 }
 
-void adil_tokenizer_free(adil_tokenizer *tok)
-{
+void adil_tokenizer_free(adil_tokenizer *tok) {
     if (!tok) {
         return;
     }
@@ -259,9 +259,8 @@ void adil_tokenizer_free(adil_tokenizer *tok)
 
 /* SentencePiece on one raw fragment: optional leading space, then every
  * space written as "▁". */
-static adil_status spm_fragment(const adil_tokenizer *tok, const char *text, size_t len,
-                                bool space_prefix, adil_ids *out)
-{
+static adil_status spm_fragment(const adil_tokenizer *tok, const char *text, size_t len, bool space_prefix,
+                                adil_ids *out) {
     size_t n_spaces = space_prefix ? 1 : 0;
     for (size_t i = 0; i < len; i++) {
         n_spaces += text[i] == ' ';
@@ -290,8 +289,7 @@ static adil_status spm_fragment(const adil_tokenizer *tok, const char *text, siz
 }
 
 static adil_status tokenize_fragments(const adil_tokenizer *tok, const char *text,
-                                      const adil_fragments *frags, adil_ids *out)
-{
+                                      const adil_fragments *frags, adil_ids *out) {
     bool prev_special = true; /* the text's start counts as after a special token */
     adil_status st = ADIL_OK;
     for (size_t i = 0; i < frags->n && st == ADIL_OK; i++) {
@@ -300,8 +298,7 @@ static adil_status tokenize_fragments(const adil_tokenizer *tok, const char *tex
             st = adil_ids_push(out, f->token);
             prev_special = true;
         } else if (tok->is_spm) {
-            st = spm_fragment(tok, text + f->start, f->len, tok->add_space_prefix && prev_special,
-                              out);
+            st = spm_fragment(tok, text + f->start, f->len, tok->add_space_prefix && prev_special, out);
             prev_special = false;
         } else {
             st = adil_bpe_tokenize(tok, text + f->start, f->len, out);
@@ -312,8 +309,7 @@ static adil_status tokenize_fragments(const adil_tokenizer *tok, const char *tex
 
 static adil_status check_tokenize_args(const adil_tokenizer *tok, const char *text, size_t len,
                                        int32_t add_bos, const int32_t *ids, size_t capacity,
-                                       const size_t *n_needed)
-{
+                                       const size_t *n_needed) {
     if (!tok || (!text && len > 0) || (!ids && capacity > 0) || !n_needed) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "tokenize: expected tokenizer, text (when text_len > 0), ids (when "
@@ -321,8 +317,7 @@ static adil_status check_tokenize_args(const adil_tokenizer *tok, const char *te
     }
     if (len > (size_t)INT32_MAX / 4) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "tokenize: text_len: expected at most %d bytes, got %zu",
-                         INT32_MAX / 4, len);
+                         "tokenize: text_len: expected at most %d bytes, got %zu", INT32_MAX / 4, len);
     }
     if (add_bos == 1 && tok->bos_id < 0) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
@@ -332,9 +327,8 @@ static adil_status check_tokenize_args(const adil_tokenizer *tok, const char *te
 }
 
 adil_status adil_tokenizer_tokenize(const adil_tokenizer *tok, const char *text, size_t text_len,
-                                    int32_t add_bos, int32_t parse_special, int32_t *ids,
-                                    size_t capacity, size_t *n_needed)
-{
+                                    int32_t add_bos, int32_t parse_special, int32_t *ids, size_t capacity,
+                                    size_t *n_needed) {
     adil_status st = check_tokenize_args(tok, text, text_len, add_bos, ids, capacity, n_needed);
     if (st != ADIL_OK) {
         return st;
@@ -376,8 +370,7 @@ typedef struct piece_out {
     size_t n;
 } piece_out;
 
-static void put(piece_out *o, const void *src, size_t n)
-{
+static void put(piece_out *o, const void *src, size_t n) {
     if (o->n < o->cap) {
         size_t k = o->cap - o->n < n ? o->cap - o->n : n;
         memcpy(o->buf + o->n, src, k);
@@ -386,8 +379,7 @@ static void put(piece_out *o, const void *src, size_t n)
 }
 
 /* llama: the text with every "▁" written as a space. */
-static void unescape_spaces(const char *s, size_t len, piece_out *o)
-{
+static void unescape_spaces(const char *s, size_t len, piece_out *o) {
     for (size_t i = 0; i < len;) {
         if (i + 3 <= len && memcmp(s + i, k_space_marker, 3) == 0) {
             put(o, " ", 1);
@@ -401,8 +393,7 @@ static void unescape_spaces(const char *s, size_t len, piece_out *o)
 
 /* gpt2: every code point back to the byte it stands for; a code point
  * outside GPT-2's map gives llama.cpp's "[UNK_BYTE_0x..<token>]" marker. */
-static void decode_byte_level(const adil_tokenizer *tok, const char *s, size_t len, piece_out *o)
-{
+static void decode_byte_level(const adil_tokenizer *tok, const char *s, size_t len, piece_out *o) {
     for (size_t i = 0; i < len;) {
         size_t start = i;
         uint32_t cp = adil_utf8_decode((const uint8_t *)s, len, &i);
@@ -423,8 +414,7 @@ static void decode_byte_level(const adil_tokenizer *tok, const char *s, size_t l
     }
 }
 
-static int hex_digit(char c)
-{
+static int hex_digit(char c) {
     if (c >= '0' && c <= '9') {
         return c - '0';
     }
@@ -439,8 +429,7 @@ static int hex_digit(char c)
 
 /* The byte of a "<0xXX>" token: the hex digits at offsets 3 and 4 (as far as
  * they are digits; none gives 0, like strtol). */
-static uint8_t byte_of_token(const char *s, size_t len)
-{
+static uint8_t byte_of_token(const char *s, size_t len) {
     unsigned v = 0;
     for (size_t i = 3; i < 5 && i < len && hex_digit(s[i]) >= 0; i++) {
         v = v * 16 + (unsigned)hex_digit(s[i]);
@@ -448,17 +437,16 @@ static uint8_t byte_of_token(const char *s, size_t len)
     return (uint8_t)v;
 }
 
-adil_status adil_tokenizer_token_to_piece(const adil_tokenizer *tok, int32_t id, int32_t special,
-                                          char *buf, size_t capacity, size_t *n_bytes)
-{
+adil_status adil_tokenizer_token_to_piece(const adil_tokenizer *tok, int32_t id, int32_t special, char *buf,
+                                          size_t capacity, size_t *n_bytes) {
     if (!tok || (!buf && capacity > 0) || !n_bytes) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "token_to_piece: expected tokenizer, buf (when capacity > 0) and n_bytes, "
                          "got a NULL");
     }
     if (id < 0 || (uint32_t)id >= tok->n_vocab) {
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "token_to_piece: token: expected 0..%u, got %d", tok->n_vocab - 1, id);
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "token_to_piece: token: expected 0..%u, got %d",
+                         tok->n_vocab - 1, id);
     }
     piece_out o = {.buf = buf, .cap = capacity, .n = 0};
     const adil_vocab_entry *e = &tok->vocab[id];
@@ -486,8 +474,7 @@ adil_status adil_tokenizer_token_to_piece(const adil_tokenizer *tok, int32_t id,
 
 /* ---- facts ------------------------------------------------------------------ */
 
-void adil_tokenizer_get_info(const adil_tokenizer *tok, adil_tokenizer_info *out)
-{
+void adil_tokenizer_get_info(const adil_tokenizer *tok, adil_tokenizer_info *out) {
     *out = (adil_tokenizer_info){
         .n_vocab = tok->n_vocab,
         .bos_id = tok->bos_id,
@@ -502,13 +489,11 @@ void adil_tokenizer_get_info(const adil_tokenizer *tok, adil_tokenizer_info *out
     };
 }
 
-int32_t adil_tokenizer_find(const adil_tokenizer *tok, const char *text, size_t len)
-{
+int32_t adil_tokenizer_find(const adil_tokenizer *tok, const char *text, size_t len) {
     return (text || len == 0) ? adil_vocab_find(tok, text ? text : "", len) : -1;
 }
 
-adil_token_type adil_tokenizer_token_type(const adil_tokenizer *tok, int32_t id)
-{
+adil_token_type adil_tokenizer_token_type(const adil_tokenizer *tok, int32_t id) {
     if (id < 0 || (uint32_t)id >= tok->n_vocab) {
         return ADIL_TOKEN_TYPE_UNDEFINED;
     }
@@ -522,7 +507,6 @@ adil_token_type adil_tokenizer_token_type(const adil_tokenizer *tok, int32_t id)
     return ADIL_TOKEN_TYPE_UNDEFINED;
 }
 
-bool adil_tokenizer_is_eog(const adil_tokenizer *tok, int32_t id)
-{
+bool adil_tokenizer_is_eog(const adil_tokenizer *tok, int32_t id) {
     return id >= 0 && (uint32_t)id < tok->n_vocab && (tok->vocab[id].attr & ADIL_ATTR_EOG) != 0;
 }

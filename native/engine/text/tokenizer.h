@@ -43,21 +43,21 @@ typedef enum adil_token_type {
 /* What a tokenizer is made of.  Everything is copied by adil_tokenizer_new;
  * the caller may free the desc afterwards. */
 typedef struct adil_tokenizer_desc {
-    const char *model;             /* "llama" (SentencePiece) or "gpt2" (byte-level BPE) */
-    const char *pre;               /* gpt2 pre-tokenizer: "llama-bpe", "llama3", "qwen2", ...;
+    const char *model; /* "llama" (SentencePiece) or "gpt2" (byte-level BPE) */
+    const char *pre;   /* gpt2 pre-tokenizer: "llama-bpe", "llama3", "qwen2", ...;
                                       NULL or "default" is refused for gpt2; ignored for llama */
     uint32_t n_vocab;
-    const char *const *tokens;     /* n_vocab strings (not NUL-terminated) */
-    const uint32_t *token_lens;    /* n_vocab byte lengths */
-    const float *scores;           /* n_vocab scores; NULL = all 0 */
-    const int32_t *token_types;    /* n_vocab adil_token_type values; NULL = all normal */
-    uint32_t n_merges;             /* gpt2 only: merges in rank order, "left right" */
+    const char *const *tokens;  /* n_vocab strings (not NUL-terminated) */
+    const uint32_t *token_lens; /* n_vocab byte lengths */
+    const float *scores;        /* n_vocab scores; NULL = all 0 */
+    const int32_t *token_types; /* n_vocab adil_token_type values; NULL = all normal */
+    uint32_t n_merges;          /* gpt2 only: merges in rank order, "left right" */
     const char *const *merges;
     const uint32_t *merge_lens;
     /* Special ids; -1 = none.  Ids outside [0, n_vocab) are treated as none. */
     int32_t bos_id;
     int32_t eos_id;
-    int32_t eot_id;                /* -1: found by text ("<end_of_turn>", "<|eot_id|>", ...) */
+    int32_t eot_id; /* -1: found by text ("<end_of_turn>", "<|eot_id|>", ...) */
     int32_t unk_id;
     int32_t pad_id;
     /* -1 = the default of the model type (llama: add BOS, add a space prefix;
@@ -90,8 +90,8 @@ void adil_tokenizer_free(adil_tokenizer *tok);
  * capacity > 0, NULL n_needed, add_bos = 1 without a BOS token;
  * ADIL_STATUS_OUT_OF_MEMORY. */
 adil_status adil_tokenizer_tokenize(const adil_tokenizer *tok, const char *text, size_t text_len,
-                                    int32_t add_bos, int32_t parse_special, int32_t *ids,
-                                    size_t capacity, size_t *n_needed);
+                                    int32_t add_bos, int32_t parse_special, int32_t *ids, size_t capacity,
+                                    size_t *n_needed);
 
 /* The bytes of one token, as llama_token_to_piece (lstrip 0) gives them:
  * "▁" becomes a space (llama) or byte-level code points become their bytes
@@ -100,21 +100,21 @@ adil_status adil_tokenizer_tokenize(const adil_tokenizer *tok, const char *text,
  * tokens give nothing.  Writes at most `capacity` bytes and the needed length
  * to *n_bytes.  ADIL_STATUS_INVALID_ARGUMENT for an id outside [0, n_vocab),
  * NULL buf with capacity > 0, or NULL n_bytes. */
-adil_status adil_tokenizer_token_to_piece(const adil_tokenizer *tok, int32_t id, int32_t special,
-                                          char *buf, size_t capacity, size_t *n_bytes);
+adil_status adil_tokenizer_token_to_piece(const adil_tokenizer *tok, int32_t id, int32_t special, char *buf,
+                                          size_t capacity, size_t *n_bytes);
 
 /* Plain facts about a tokenizer. */
 typedef struct adil_tokenizer_info {
     uint32_t n_vocab;
-    int32_t bos_id;                /* -1 when none */
+    int32_t bos_id; /* -1 when none */
     int32_t eos_id;
     int32_t eot_id;
     int32_t unk_id;
     int32_t pad_id;
-    bool add_bos;                  /* adil_tokenize with add_bos = -1 adds BOS */
+    bool add_bos; /* adil_tokenize with add_bos = -1 adds BOS */
     bool add_eos;
     bool add_space_prefix;
-    bool is_spm;                   /* true: "llama" model; false: "gpt2" */
+    bool is_spm; /* true: "llama" model; false: "gpt2" */
 } adil_tokenizer_info;
 
 void adil_tokenizer_get_info(const adil_tokenizer *tok, adil_tokenizer_info *out);

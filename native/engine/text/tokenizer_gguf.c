@@ -22,8 +22,7 @@ typedef struct gguf_desc {
     uint32_t *merge_lens;
 } gguf_desc;
 
-static void gguf_desc_free(gguf_desc *g)
-{
+static void gguf_desc_free(gguf_desc *g) {
     free(g->tokens);
     free(g->token_lens);
     free(g->scores);
@@ -33,26 +32,24 @@ static void gguf_desc_free(gguf_desc *g)
 }
 
 /* Copies a short string key into buf (NUL-terminated). */
-static adil_status get_name(const gguf_file *f, const char *key, char *buf, size_t cap,
-                            bool *found)
-{
+static adil_status get_name(const gguf_file *f, const char *key, char *buf, size_t cap, bool *found) {
     gguf_str s = {"", 0};
     adil_status st = gguf_get_cstr(f, key, &s, found);
     if (st != ADIL_OK || (found && !*found)) {
         return st;
     }
     if (s.len >= cap) {
-        return adil_fail(ADIL_STATUS_CAPABILITY, "tokenizer: key '%s': expected a name of under "
-                         "%zu bytes, got %llu bytes", key, cap, (unsigned long long)s.len);
+        return adil_fail(ADIL_STATUS_CAPABILITY,
+                         "tokenizer: key '%s': expected a name of under "
+                         "%zu bytes, got %llu bytes",
+                         key, cap, (unsigned long long)s.len);
     }
     memcpy(buf, s.ptr, (size_t)s.len);
     buf[s.len] = '\0';
     return ADIL_OK;
 }
 
-static adil_status read_strings(const gguf_array *a, const char *key, const char ***ptrs,
-                                uint32_t **lens)
-{
+static adil_status read_strings(const gguf_array *a, const char *key, const char ***ptrs, uint32_t **lens) {
     size_t n = a->count ? (size_t)a->count : 1;
     *ptrs = malloc(n * sizeof **ptrs);
     *lens = malloc(n * sizeof **lens);
@@ -62,9 +59,10 @@ static adil_status read_strings(const gguf_array *a, const char *key, const char
     for (uint64_t i = 0; i < a->count; i++) {
         gguf_str s = gguf_array_str(a, i);
         if (s.len > UINT32_MAX) {
-            return adil_fail(ADIL_STATUS_MODEL_FORMAT, "tokenizer: key '%s' element %llu: "
-                             "expected under 4 GiB, got %llu bytes", key,
-                             (unsigned long long)i, (unsigned long long)s.len);
+            return adil_fail(ADIL_STATUS_MODEL_FORMAT,
+                             "tokenizer: key '%s' element %llu: "
+                             "expected under 4 GiB, got %llu bytes",
+                             key, (unsigned long long)i, (unsigned long long)s.len);
         }
         (*ptrs)[i] = s.ptr;
         (*lens)[i] = (uint32_t)s.len;
@@ -72,16 +70,17 @@ static adil_status read_strings(const gguf_array *a, const char *key, const char
     return ADIL_OK;
 }
 
-static adil_status read_tokens(const gguf_file *f, gguf_desc *g)
-{
+static adil_status read_tokens(const gguf_file *f, gguf_desc *g) {
     gguf_array a;
     adil_status st = gguf_get_array_of(f, KEY("tokens"), GGUF_TYPE_STRING, &a, NULL);
     if (st != ADIL_OK) {
         return st;
     }
     if (a.count == 0 || a.count > (uint64_t)INT32_MAX) {
-        return adil_fail(ADIL_STATUS_MODEL_FORMAT, "tokenizer: key '" KEY("tokens") "': expected "
-                         "1..%d tokens, got %llu", INT32_MAX, (unsigned long long)a.count);
+        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
+                         "tokenizer: key '" KEY("tokens") "': expected "
+                                                          "1..%d tokens, got %llu",
+                         INT32_MAX, (unsigned long long)a.count);
     }
     g->d.n_vocab = (uint32_t)a.count;
     st = read_strings(&a, KEY("tokens"), &g->tokens, &g->token_lens);
@@ -91,28 +90,29 @@ static adil_status read_tokens(const gguf_file *f, gguf_desc *g)
 }
 
 /* An optional per-token array: at least n_vocab elements of an allowed type. */
-static adil_status get_per_token(const gguf_file *f, const char *key, uint32_t n_vocab,
-                                 bool want_float, gguf_array *a, bool *found)
-{
+static adil_status get_per_token(const gguf_file *f, const char *key, uint32_t n_vocab, bool want_float,
+                                 gguf_array *a, bool *found) {
     adil_status st = gguf_get_array(f, key, a, found);
     if (st != ADIL_OK || !*found) {
         return st;
     }
     bool ok_type = a->type == GGUF_TYPE_INT32 || (want_float && a->type == GGUF_TYPE_FLOAT32);
     if (!ok_type) {
-        return adil_fail(ADIL_STATUS_MODEL_FORMAT, "tokenizer: key '%s': expected an array of "
-                         "%s, got element type %u", key, want_float ? "float32 or int32" : "int32",
-                         a->type);
+        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
+                         "tokenizer: key '%s': expected an array of "
+                         "%s, got element type %u",
+                         key, want_float ? "float32 or int32" : "int32", a->type);
     }
     if (a->count < n_vocab) {
-        return adil_fail(ADIL_STATUS_MODEL_FORMAT, "tokenizer: key '%s': expected at least %u "
-                         "elements, got %llu", key, n_vocab, (unsigned long long)a->count);
+        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
+                         "tokenizer: key '%s': expected at least %u "
+                         "elements, got %llu",
+                         key, n_vocab, (unsigned long long)a->count);
     }
     return ADIL_OK;
 }
 
-static adil_status read_scores_and_types(const gguf_file *f, gguf_desc *g)
-{
+static adil_status read_scores_and_types(const gguf_file *f, gguf_desc *g) {
     gguf_array a;
     bool found = false;
     uint32_t n = g->d.n_vocab;
@@ -143,16 +143,17 @@ static adil_status read_scores_and_types(const gguf_file *f, gguf_desc *g)
     return st;
 }
 
-static adil_status read_merges(const gguf_file *f, gguf_desc *g)
-{
+static adil_status read_merges(const gguf_file *f, gguf_desc *g) {
     gguf_array a;
     adil_status st = gguf_get_array_of(f, KEY("merges"), GGUF_TYPE_STRING, &a, NULL);
     if (st != ADIL_OK) {
         return st;
     }
     if (a.count > (uint64_t)INT32_MAX) {
-        return adil_fail(ADIL_STATUS_MODEL_FORMAT, "tokenizer: key '" KEY("merges") "': expected "
-                         "at most %d merges, got %llu", INT32_MAX, (unsigned long long)a.count);
+        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
+                         "tokenizer: key '" KEY("merges") "': expected "
+                                                          "at most %d merges, got %llu",
+                         INT32_MAX, (unsigned long long)a.count);
     }
     g->d.n_merges = (uint32_t)a.count;
     st = read_strings(&a, KEY("merges"), &g->merges, &g->merge_lens);
@@ -163,8 +164,7 @@ static adil_status read_merges(const gguf_file *f, gguf_desc *g)
 
 /* A special id: the key's value when it is a vocabulary id, else `dflt`. */
 static adil_status read_id(const gguf_file *f, const char *key, uint32_t n_vocab, int32_t dflt,
-                           int32_t *out)
-{
+                           int32_t *out) {
     uint32_t v = 0;
     bool found = false;
     adil_status st = gguf_get_u32(f, key, &v, &found);
@@ -172,8 +172,7 @@ static adil_status read_id(const gguf_file *f, const char *key, uint32_t n_vocab
     return st;
 }
 
-static adil_status read_flag(const gguf_file *f, const char *key, int32_t *out)
-{
+static adil_status read_flag(const gguf_file *f, const char *key, int32_t *out) {
     bool v = false, found = false;
     adil_status st = gguf_get_bool(f, key, &v, &found);
     if (st == ADIL_OK && found) {
@@ -182,8 +181,7 @@ static adil_status read_flag(const gguf_file *f, const char *key, int32_t *out)
     return st;
 }
 
-static adil_status read_specials(const gguf_file *f, gguf_desc *g)
-{
+static adil_status read_specials(const gguf_file *f, gguf_desc *g) {
     bool spm = strcmp(g->model, "llama") == 0;
     uint32_t n = g->d.n_vocab;
     /* llama.cpp's defaults when a key is absent. */
@@ -212,8 +210,7 @@ static adil_status read_specials(const gguf_file *f, gguf_desc *g)
     return st;
 }
 
-adil_status adil_tokenizer_from_gguf(const gguf_file *f, adil_tokenizer **out)
-{
+adil_status adil_tokenizer_from_gguf(const gguf_file *f, adil_tokenizer **out) {
     if (!f || !out) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_tokenizer_from_gguf: NULL argument");
     }

@@ -36,18 +36,18 @@ typedef enum adil_pretok {
 } adil_pretok;
 
 typedef struct adil_vocab_entry {
-    uint32_t offset;               /* into adil_tokenizer.text */
+    uint32_t offset; /* into adil_tokenizer.text */
     uint32_t len;
     float score;
-    uint8_t attr;                  /* ADIL_ATTR_* */
+    uint8_t attr; /* ADIL_ATTR_* */
 } adil_vocab_entry;
 
 /* A node of the byte trie of special-token texts (first-child /
  * next-sibling lists). */
 typedef struct adil_trie_node {
-    uint32_t child;                /* first child, 0 = none (node 0 is the root) */
-    uint32_t sibling;              /* next sibling, 0 = none */
-    int32_t special;               /* index into specials[] of the token ending here, or -1 */
+    uint32_t child;   /* first child, 0 = none (node 0 is the root) */
+    uint32_t sibling; /* next sibling, 0 = none */
+    int32_t special;  /* index into specials[] of the token ending here, or -1 */
     uint8_t byte;
 } adil_trie_node;
 
@@ -55,27 +55,27 @@ struct adil_tokenizer {
     bool is_spm;
     adil_pretok pretok;
     uint32_t n_vocab;
-    char *text;                    /* all vocabulary strings, back to back */
-    adil_vocab_entry *vocab;       /* [n_vocab] */
-    adil_hash_index by_text;       /* vocabulary string -> id */
+    char *text;              /* all vocabulary strings, back to back */
+    adil_vocab_entry *vocab; /* [n_vocab] */
+    adil_hash_index by_text; /* vocabulary string -> id */
 
     /* gpt2 merges: "left right" strings; merge_split[i] = length of left. */
     uint32_t n_merges;
     char *merge_text;
-    uint64_t *merge_offset;        /* [n_merges] */
-    uint32_t *merge_len;           /* [n_merges] */
-    uint32_t *merge_split;         /* [n_merges]; UINT32_MAX = no separator (never matches) */
-    adil_hash_index by_merge;      /* pair -> rank */
+    uint64_t *merge_offset;   /* [n_merges] */
+    uint32_t *merge_len;      /* [n_merges] */
+    uint32_t *merge_split;    /* [n_merges]; UINT32_MAX = no separator (never matches) */
+    adil_hash_index by_merge; /* pair -> rank */
 
     /* Special tokens (control, user-defined, unknown) in the order they are
      * cut out of text: longer first, then lower id. */
     uint32_t n_special;
-    int32_t *specials;             /* ids */
-    adil_trie_node *trie;          /* their texts */
+    int32_t *specials;    /* ids */
+    adil_trie_node *trie; /* their texts */
     uint32_t n_trie;
 
-    int32_t byte_token[256];       /* llama: <0xXX> token of each byte, -1 = none */
-    uint32_t byte_to_cp[256];      /* gpt2: GPT-2's printable code point of each byte */
+    int32_t byte_token[256];  /* llama: <0xXX> token of each byte, -1 = none */
+    uint32_t byte_to_cp[256]; /* gpt2: GPT-2's printable code point of each byte */
 
     int32_t bos_id, eos_id, eot_id, unk_id, pad_id;
     bool add_bos, add_eos, add_space_prefix;
@@ -102,11 +102,10 @@ adil_status adil_merges_index(adil_tokenizer *tok);
 /* The id of text[0..len), or -1. */
 int32_t adil_vocab_find(const adil_tokenizer *tok, const char *text, size_t len);
 /* The rank of merging `left` with `right`, or -1. */
-int32_t adil_merge_rank(const adil_tokenizer *tok, const char *left, size_t left_len,
-                        const char *right, size_t right_len);
+int32_t adil_merge_rank(const adil_tokenizer *tok, const char *left, size_t left_len, const char *right,
+                        size_t right_len);
 
-static inline const char *adil_vocab_text(const adil_tokenizer *tok, int32_t id)
-{
+static inline const char *adil_vocab_text(const adil_tokenizer *tok, int32_t id) {
     return tok->text + tok->vocab[id].offset;
 }
 
@@ -122,7 +121,7 @@ void adil_token_fixups(adil_tokenizer *tok);
 typedef struct adil_fragment {
     size_t start;
     size_t len;
-    int32_t token;                 /* -1 for raw text */
+    int32_t token; /* -1 for raw text */
 } adil_fragment;
 
 typedef struct adil_fragments {
@@ -138,25 +137,25 @@ adil_status adil_special_index(adil_tokenizer *tok);
  * token in order (longer first) is cut out of every raw fragment, leftmost
  * occurrences first.  Control and unknown tokens count only when
  * parse_special.  *out must be zeroed; free its data with free(). */
-adil_status adil_special_split(const adil_tokenizer *tok, const char *text, size_t len,
-                               bool parse_special, adil_fragments *out);
+adil_status adil_special_split(const adil_tokenizer *tok, const char *text, size_t len, bool parse_special,
+                               adil_fragments *out);
 
 /* ---- merge.c: the merge loop of spm.c and bpe.c ---------------------------- */
 
 /* A symbol of the text being merged, in a doubly linked list. */
 typedef struct adil_merge_symbol {
-    int32_t prev;                  /* -1 = none */
-    int32_t next;                  /* -1 = none */
-    uint32_t start;                /* byte offset in the text */
-    uint32_t n;                    /* bytes; 0 once merged into its left neighbour */
+    int32_t prev;   /* -1 = none */
+    int32_t next;   /* -1 = none */
+    uint32_t start; /* byte offset in the text */
+    uint32_t n;     /* bytes; 0 once merged into its left neighbour */
 } adil_merge_symbol;
 
 /* A proposed merge of two adjacent symbols. */
 typedef struct adil_merge_cand {
-    double cost;                   /* lower merges first */
+    double cost; /* lower merges first */
     int32_t left;
     int32_t right;
-    uint32_t size;                 /* bytes of left + right when proposed */
+    uint32_t size; /* bytes of left + right when proposed */
 } adil_merge_cand;
 
 /* Scratch for adil_merge_symbols, reusable across calls; free data with
@@ -170,9 +169,8 @@ typedef struct adil_merge_heap {
 
 /* The model's cost of merging symbols l and r of text (lower merges first);
  * false when they do not merge. */
-typedef bool (*adil_merge_cost_fn)(const adil_tokenizer *tok, const char *text,
-                                   const adil_merge_symbol *l, const adil_merge_symbol *r,
-                                   double *cost);
+typedef bool (*adil_merge_cost_fn)(const adil_tokenizer *tok, const char *text, const adil_merge_symbol *l,
+                                   const adil_merge_symbol *r, double *cost);
 
 /* Splits text[0..len) into one linked symbol per UTF-8 character (a
  * truncated character at the end keeps the bytes that remain); syms has
@@ -182,19 +180,16 @@ size_t adil_merge_split_chars(const char *text, size_t len, adil_merge_symbol *s
 /* Merges syms[0..n) (linked in order, as split) cheapest candidate first,
  * ties leftmost, until no adjacent pair has a cost.  Merged-away symbols
  * are left with n = 0 and unlinked; the survivors stay linked from syms[0]. */
-adil_status adil_merge_symbols(const adil_tokenizer *tok, const char *text,
-                               adil_merge_symbol *syms, size_t n, adil_merge_cost_fn cost_of,
-                               adil_merge_heap *heap);
+adil_status adil_merge_symbols(const adil_tokenizer *tok, const char *text, adil_merge_symbol *syms, size_t n,
+                               adil_merge_cost_fn cost_of, adil_merge_heap *heap);
 
 /* ---- spm.c / bpe.c ------------------------------------------------------- */
 
 /* SentencePiece merge of text (spaces already escaped to U+2581). */
-adil_status adil_spm_tokenize(const adil_tokenizer *tok, const char *text, size_t len,
-                              adil_ids *out);
+adil_status adil_spm_tokenize(const adil_tokenizer *tok, const char *text, size_t len, adil_ids *out);
 
 /* Byte-level BPE of one raw fragment (pre-tokenized inside). */
-adil_status adil_bpe_tokenize(const adil_tokenizer *tok, const char *text, size_t len,
-                              adil_ids *out);
+adil_status adil_bpe_tokenize(const adil_tokenizer *tok, const char *text, size_t len, adil_ids *out);
 
 /* Fills tok->byte_to_cp (GPT-2's byte -> printable code point map). */
 void adil_bpe_init_byte_map(adil_tokenizer *tok);
@@ -207,7 +202,6 @@ int adil_bpe_byte_of_cp(const adil_tokenizer *tok, uint32_t cp);
 /* Splits the code points cps[0..n) into words by the pre-tokenizer's
  * pattern; writes the length (in code points) of each word to lens (room for
  * n entries) and their count to *n_words. */
-void adil_pretokenize(adil_pretok kind, const uint32_t *cps, size_t n, size_t *lens,
-                      size_t *n_words);
+void adil_pretokenize(adil_pretok kind, const uint32_t *cps, size_t n, size_t *lens, size_t *n_words);
 
 #endif /* ADIL_TEXT_TOKENIZER_INTERNAL_H */

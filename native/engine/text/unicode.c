@@ -5,21 +5,18 @@
 
 #include "text/unicode_tables.h"
 
-size_t adil_utf8_len(uint8_t lead)
-{
+size_t adil_utf8_len(uint8_t lead) {
     /* Indexed by the top four bits: 0x0-0xB one byte (ASCII, and stray
      * continuation bytes taken alone), 0xC-0xD two, 0xE three, 0xF four. */
     static const uint8_t by_high_bits[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
     return by_high_bits[lead >> 4];
 }
 
-static bool is_continuation(const uint8_t *text, size_t len, size_t i)
-{
+static bool is_continuation(const uint8_t *text, size_t len, size_t i) {
     return i < len && (text[i] & 0xC0u) == 0x80u;
 }
 
-uint32_t adil_utf8_decode(const uint8_t *text, size_t len, size_t *pos)
-{
+uint32_t adil_utf8_decode(const uint8_t *text, size_t len, size_t *pos) {
     size_t i = *pos;
     uint8_t b = text[i];
     uint32_t cp;
@@ -52,8 +49,7 @@ uint32_t adil_utf8_decode(const uint8_t *text, size_t len, size_t *pos)
     return cp <= 0x10FFFFu ? cp : ADIL_UNICODE_REPLACEMENT;
 }
 
-size_t adil_utf8_encode(uint32_t cp, uint8_t out[4])
-{
+size_t adil_utf8_encode(uint32_t cp, uint8_t out[4]) {
     if (cp < 0x80u) {
         out[0] = (uint8_t)cp;
         return 1;
@@ -76,8 +72,7 @@ size_t adil_utf8_encode(uint32_t cp, uint8_t out[4])
     return 4;
 }
 
-adil_ucd_class adil_ucd_class_of(uint32_t cp)
-{
+adil_ucd_class adil_ucd_class_of(uint32_t cp) {
     /* The last range whose first code point is <= cp. */
     size_t lo = 0, hi = ADIL_UCD_N_RANGES;
     while (hi - lo > 1) {
@@ -91,8 +86,7 @@ adil_ucd_class adil_ucd_class_of(uint32_t cp)
     return (adil_ucd_class)(adil_ucd_ranges[lo] & 3u);
 }
 
-bool adil_ucd_is_space(uint32_t cp)
-{
+bool adil_ucd_is_space(uint32_t cp) {
     for (size_t i = 0; i < ADIL_UCD_N_WHITE_SPACE; i++) {
         if (adil_ucd_white_space[i] == cp) {
             return true;

@@ -29,11 +29,7 @@ uint32_t adil_utf8_decode(const uint8_t *text, size_t len, size_t *pos);
 size_t adil_utf8_encode(uint32_t cp, uint8_t out[4]);
 
 /* Code point classes of \p{L} and \p{N}. */
-typedef enum adil_ucd_class {
-    ADIL_UCD_OTHER = 0,
-    ADIL_UCD_LETTER = 1,
-    ADIL_UCD_NUMBER = 2
-} adil_ucd_class;
+typedef enum adil_ucd_class { ADIL_UCD_OTHER = 0, ADIL_UCD_LETTER = 1, ADIL_UCD_NUMBER = 2 } adil_ucd_class;
 
 adil_ucd_class adil_ucd_class_of(uint32_t cp);
 

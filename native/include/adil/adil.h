@@ -52,11 +52,11 @@
 #include <stdint.h>
 
 #if defined(_WIN32)
-#  define ADIL_API __declspec(dllexport)
+#    define ADIL_API __declspec(dllexport)
 #elif defined(__GNUC__)
-#  define ADIL_API __attribute__((visibility("default")))
+#    define ADIL_API __attribute__((visibility("default")))
 #else
-#  define ADIL_API
+#    define ADIL_API
 #endif
 
 #ifdef __cplusplus
@@ -75,9 +75,9 @@ extern "C" {
 #define ADIL_ABI_MINOR 0
 /* Packs and unpacks the (major << 16) | minor form of adil_abi_version(). */
 #define ADIL_MAKE_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor) & 0xFFFFu))
-#define ADIL_VERSION_MAJOR(v) (((uint32_t)(v)) >> 16)
-#define ADIL_VERSION_MINOR(v) (((uint32_t)(v)) & 0xFFFFu)
-#define ADIL_ABI_VERSION ADIL_MAKE_VERSION(ADIL_ABI_MAJOR, ADIL_ABI_MINOR)
+#define ADIL_VERSION_MAJOR(v)           (((uint32_t)(v)) >> 16)
+#define ADIL_VERSION_MINOR(v)           (((uint32_t)(v)) & 0xFFFFu)
+#define ADIL_ABI_VERSION                ADIL_MAKE_VERSION(ADIL_ABI_MAJOR, ADIL_ABI_MINOR)
 /* The host major this ABI is for; engines refuse hosts of another major. */
 #define ADIL_HOST_MAJOR 2
 
@@ -99,19 +99,19 @@ typedef struct adil_cancel_flag adil_cancel_flag; /* a flag shared by a run and 
 
 typedef enum adil_status {
     ADIL_OK = 0,
-    ADIL_STATUS_CANCELLED = 1,          /* stopped because a cancelled flag was set */
-    ADIL_STATUS_DEADLINE = 2,           /* a total or read deadline expired */
-    ADIL_STATUS_BUSY = 3,               /* the model already serves a run */
-    ADIL_STATUS_MODEL_NOT_READY = 4,    /* still loading, or failed */
-    ADIL_STATUS_CONTEXT_LENGTH = 5,     /* prompt + output exceed the context window */
-    ADIL_STATUS_CAPABILITY = 6,         /* the engine or model cannot do this */
-    ADIL_STATUS_OUTPUT_VALIDATION = 7,  /* output does not satisfy its constraint */
-    ADIL_STATUS_MODEL_FORMAT = 8,       /* the model file is malformed */
-    ADIL_STATUS_HOST_REFUSED = 9,       /* the host is not of a major this engine accepts */
-    ADIL_STATUS_INVALID_ARGUMENT = 10,  /* NULL where not allowed, bad size, out of range */
-    ADIL_STATUS_IO = 11,                /* a file could not be opened or read */
-    ADIL_STATUS_OUT_OF_MEMORY = 12,     /* an allocation failed */
-    ADIL_STATUS_INTERNAL = 13           /* a bug in the engine */
+    ADIL_STATUS_CANCELLED = 1,         /* stopped because a cancelled flag was set */
+    ADIL_STATUS_DEADLINE = 2,          /* a total or read deadline expired */
+    ADIL_STATUS_BUSY = 3,              /* the model already serves a run */
+    ADIL_STATUS_MODEL_NOT_READY = 4,   /* still loading, or failed */
+    ADIL_STATUS_CONTEXT_LENGTH = 5,    /* prompt + output exceed the context window */
+    ADIL_STATUS_CAPABILITY = 6,        /* the engine or model cannot do this */
+    ADIL_STATUS_OUTPUT_VALIDATION = 7, /* output does not satisfy its constraint */
+    ADIL_STATUS_MODEL_FORMAT = 8,      /* the model file is malformed */
+    ADIL_STATUS_HOST_REFUSED = 9,      /* the host is not of a major this engine accepts */
+    ADIL_STATUS_INVALID_ARGUMENT = 10, /* NULL where not allowed, bad size, out of range */
+    ADIL_STATUS_IO = 11,               /* a file could not be opened or read */
+    ADIL_STATUS_OUT_OF_MEMORY = 12,    /* an allocation failed */
+    ADIL_STATUS_INTERNAL = 13          /* a bug in the engine */
 } adil_status;
 
 /* The last status value; hosts use it to check that they map every status. */
@@ -147,11 +147,9 @@ typedef int (*adil_cancelled_fn)(void *token);
  * *result_len; if the result does not fit it writes the needed length and
  * returns ADIL_STATUS_INVALID_ARGUMENT so the host can call again with more
  * room.  A tool that notices cancellation returns ADIL_STATUS_CANCELLED. */
-typedef adil_status (*adil_native_tool_fn)(void *user_data,
-                                           const char *arguments_json, size_t arguments_len,
-                                           adil_cancelled_fn cancelled, void *cancel_token,
-                                           char *result, size_t result_capacity,
-                                           size_t *result_len);
+typedef adil_status (*adil_native_tool_fn)(void *user_data, const char *arguments_json, size_t arguments_len,
+                                           adil_cancelled_fn cancelled, void *cancel_token, char *result,
+                                           size_t result_capacity, size_t *result_len);
 
 /* ===================================================================== *
  * Component set: what the engine is, and what the host is.
@@ -159,13 +157,13 @@ typedef adil_status (*adil_native_tool_fn)(void *user_data,
 
 typedef struct adil_component_info {
     uint32_t struct_size;
-    uint32_t abi_major;            /* == ADIL_VERSION_MAJOR(adil_abi_version()) */
+    uint32_t abi_major; /* == ADIL_VERSION_MAJOR(adil_abi_version()) */
     uint32_t abi_minor;
-    uint32_t host_major_accepted;  /* hosts of another major are refused */
-    const char *engine_name;       /* e.g. "adil-cpu", "adil-stub" */
-    const char *engine_version;    /* the engine's own version string */
-    const char *backends;          /* comma-separated backends built in, e.g. "cpu" */
-    const char *cpu_features;      /* comma-separated CPU features in use, e.g. "avx2,fma";
+    uint32_t host_major_accepted; /* hosts of another major are refused */
+    const char *engine_name;      /* e.g. "adil-cpu", "adil-stub" */
+    const char *engine_version;   /* the engine's own version string */
+    const char *backends;         /* comma-separated backends built in, e.g. "cpu" */
+    const char *cpu_features;     /* comma-separated CPU features in use, e.g. "avx2,fma";
                                       an entry "kernels=NAME" names the kernel set that runs */
     /* sizeof() each public struct as the engine was compiled: at least its
      * 2.0 size (ADIL_SIZE_2_0_*), larger when the engine is of a later minor
@@ -184,10 +182,10 @@ typedef struct adil_component_info {
 
 typedef struct adil_host_info {
     uint32_t struct_size;
-    uint32_t host_major;           /* must be ADIL_HOST_MAJOR */
+    uint32_t host_major; /* must be ADIL_HOST_MAJOR */
     uint32_t host_minor;
-    const char *host_name;         /* e.g. "adil-python" */
-    const char *host_version;      /* e.g. "0.1.0" */
+    const char *host_name;    /* e.g. "adil-python" */
+    const char *host_version; /* e.g. "0.1.0" */
 } adil_host_info;
 
 #define ADIL_SIZE_2_0_HOST_INFO ADIL_SIZE_THROUGH(adil_host_info, host_version)
@@ -217,8 +215,8 @@ ADIL_API const char *adil_last_error(void);
 
 typedef struct adil_engine_params {
     uint32_t struct_size;
-    uint32_t n_threads;            /* default thread count for models; 0 = number of cores */
-    const char *backend;           /* "cpu", "cuda" or "auto"; NULL = "auto" */
+    uint32_t n_threads;  /* default thread count for models; 0 = number of cores */
+    const char *backend; /* "cpu", "cuda" or "auto"; NULL = "auto" */
 } adil_engine_params;
 
 #define ADIL_SIZE_2_0_ENGINE_PARAMS ADIL_SIZE_THROUGH(adil_engine_params, backend)
@@ -230,8 +228,7 @@ ADIL_API void adil_engine_default_params(adil_engine_params *out);
  * ADIL_STATUS_INVALID_ARGUMENT for NULL host/out or a struct_size (of host or
  * params) smaller than the 2.0 size.  On success *out owns the engine; free
  * it with adil_engine_close. */
-ADIL_API adil_status adil_engine_open(const adil_host_info *host,
-                                      const adil_engine_params *params,
+ADIL_API adil_status adil_engine_open(const adil_host_info *host, const adil_engine_params *params,
                                       adil_engine **out);
 
 /* Closes an engine.  All its models must be freed first.  NULL is a no-op. */
@@ -243,8 +240,8 @@ ADIL_API void adil_engine_close(adil_engine *engine);
 
 typedef struct adil_model_params {
     uint32_t struct_size;
-    uint32_t n_threads;            /* 0 = the engine's default */
-    uint32_t use_mmap;             /* non-zero: map the file (default 1); 0: copy it into memory.
+    uint32_t n_threads; /* 0 = the engine's default */
+    uint32_t use_mmap;  /* non-zero: map the file (default 1); 0: copy it into memory.
                                       A mapped model reads its weights from the file while it
                                       runs: adil_run_start, adil_run_step and adil_context_logits
                                       check first (one fstat) that the file kept its size and
@@ -261,17 +258,17 @@ ADIL_API void adil_model_default_params(adil_model_params *out);
 
 typedef struct adil_model_info {
     uint32_t struct_size;
-    const char *architecture;      /* "gemma3", "llama", "stub", ...; owned by the model */
-    const char *name;              /* general.name or the file name; owned by the model */
-    const char *chat_template;     /* Jinja source, or NULL when the file has none */
+    const char *architecture;  /* "gemma3", "llama", "stub", ...; owned by the model */
+    const char *name;          /* general.name or the file name; owned by the model */
+    const char *chat_template; /* Jinja source, or NULL when the file has none */
     uint32_t n_vocab;
-    uint32_t n_ctx_train;          /* context length the model was trained for */
-    int32_t bos_token;             /* -1 when none */
-    int32_t eos_token;             /* -1 when none */
-    int32_t eot_token;             /* end of turn, -1 when none */
-    uint32_t add_bos;              /* non-zero: the tokenizer adds BOS by default */
+    uint32_t n_ctx_train; /* context length the model was trained for */
+    int32_t bos_token;    /* -1 when none */
+    int32_t eos_token;    /* -1 when none */
+    int32_t eot_token;    /* end of turn, -1 when none */
+    uint32_t add_bos;     /* non-zero: the tokenizer adds BOS by default */
     uint64_t n_params;
-    uint64_t size_bytes;           /* bytes of weights */
+    uint64_t size_bytes; /* bytes of weights */
     uint32_t n_threads;
 } adil_model_info;
 
@@ -283,8 +280,8 @@ typedef struct adil_model_info {
  * offset) when it is malformed, ADIL_STATUS_CAPABILITY for an architecture or
  * weight type this engine cannot run.  *out must be freed with
  * adil_model_free before its engine is closed. */
-ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path,
-                                     const adil_model_params *params, adil_model **out);
+ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path, const adil_model_params *params,
+                                     adil_model **out);
 
 ADIL_API void adil_model_free(adil_model *model);
 
@@ -307,15 +304,15 @@ ADIL_API adil_status adil_model_ready(const adil_model *model);
  * needs into *n_tokens; the caller calls again with more room when
  * *n_tokens > capacity.  `tokens` may be NULL when capacity is 0. */
 ADIL_API adil_status adil_tokenize(const adil_model *model, const char *text, size_t text_len,
-                                   int32_t add_bos, int32_t parse_special,
-                                   int32_t *tokens, size_t capacity, size_t *n_tokens);
+                                   int32_t add_bos, int32_t parse_special, int32_t *tokens, size_t capacity,
+                                   size_t *n_tokens);
 
 /* The bytes of one token (not NUL terminated; may be part of a UTF-8
  * character).  Writes at most `capacity` bytes and the needed length into
  * *n_bytes.  Control tokens give their text only when `special` is non-zero.
  * ADIL_STATUS_INVALID_ARGUMENT for an id outside [0, n_vocab). */
-ADIL_API adil_status adil_token_to_piece(const adil_model *model, int32_t token, int32_t special,
-                                         char *buf, size_t capacity, size_t *n_bytes);
+ADIL_API adil_status adil_token_to_piece(const adil_model *model, int32_t token, int32_t special, char *buf,
+                                         size_t capacity, size_t *n_bytes);
 
 /* ===================================================================== *
  * Grammar: a JSON-schema subset compiled into a token-level constraint.
@@ -325,8 +322,8 @@ ADIL_API adil_status adil_token_to_piece(const adil_model *model, int32_t token,
  * when the engine has no grammar support or the schema uses something
  * outside the subset (the message names the JSON Pointer).  Free with
  * adil_grammar_free. */
-ADIL_API adil_status adil_grammar_compile(const adil_model *model, const char *schema_json,
-                                          size_t schema_len, adil_grammar **out);
+ADIL_API adil_status adil_grammar_compile(const adil_model *model, const char *schema_json, size_t schema_len,
+                                          adil_grammar **out);
 
 ADIL_API void adil_grammar_free(adil_grammar *grammar);
 
@@ -336,17 +333,17 @@ ADIL_API void adil_grammar_free(adil_grammar *grammar);
 
 typedef struct adil_context_params {
     uint32_t struct_size;
-    uint32_t n_ctx;                /* context window in tokens; 0 = the model's n_ctx_train,
+    uint32_t n_ctx;     /* context window in tokens; 0 = the model's n_ctx_train,
                                       at most ADIL_DEFAULT_N_CTX_CAP */
-    uint32_t n_batch;              /* prompt tokens per prefill batch; 0 = ADIL_DEFAULT_N_BATCH */
-    uint32_t n_threads;            /* 0 = the model's */
+    uint32_t n_batch;   /* prompt tokens per prefill batch; 0 = ADIL_DEFAULT_N_BATCH */
+    uint32_t n_threads; /* 0 = the model's */
 } adil_context_params;
 
 #define ADIL_SIZE_2_0_CONTEXT_PARAMS ADIL_SIZE_THROUGH(adil_context_params, n_threads)
 
 /* What 0 in n_ctx and n_batch stands for. */
 #define ADIL_DEFAULT_N_CTX_CAP 4096
-#define ADIL_DEFAULT_N_BATCH 512
+#define ADIL_DEFAULT_N_BATCH   512
 
 /* Fills `out` with struct_size, n_ctx = 0, n_batch = ADIL_DEFAULT_N_BATCH and
  * n_threads = 0. */
@@ -382,42 +379,42 @@ ADIL_API adil_status adil_context_logits(adil_context *ctx, const int32_t *token
 
 typedef struct adil_sampling_params {
     uint32_t struct_size;
-    float temperature;             /* 0 = greedy */
-    int32_t top_k;                 /* <= 0: off */
-    float top_p;                   /* 1 = off */
-    float min_p;                   /* 0 = off */
-    float repeat_penalty;          /* 1 = off */
-    int32_t repeat_last_n;         /* window of the penalty */
-    uint64_t seed;                 /* same seed, same tokens (default 0) */
+    float temperature;     /* 0 = greedy */
+    int32_t top_k;         /* <= 0: off */
+    float top_p;           /* 1 = off */
+    float min_p;           /* 0 = off */
+    float repeat_penalty;  /* 1 = off */
+    int32_t repeat_last_n; /* window of the penalty */
+    uint64_t seed;         /* same seed, same tokens (default 0) */
 } adil_sampling_params;
 
 #define ADIL_SIZE_2_0_SAMPLING_PARAMS ADIL_SIZE_THROUGH(adil_sampling_params, seed)
 
 /* The sampling defaults (llama.cpp's), one per field. */
-#define ADIL_DEFAULT_TEMPERATURE 0.8f
-#define ADIL_DEFAULT_TOP_K 40
-#define ADIL_DEFAULT_TOP_P 0.95f
-#define ADIL_DEFAULT_MIN_P 0.05f
+#define ADIL_DEFAULT_TEMPERATURE    0.8f
+#define ADIL_DEFAULT_TOP_K          40
+#define ADIL_DEFAULT_TOP_P          0.95f
+#define ADIL_DEFAULT_MIN_P          0.05f
 #define ADIL_DEFAULT_REPEAT_PENALTY 1.0f
-#define ADIL_DEFAULT_REPEAT_LAST_N 64
+#define ADIL_DEFAULT_REPEAT_LAST_N  64
 
 /* Fills `out` with struct_size, the ADIL_DEFAULT_* values above and seed 0. */
 ADIL_API void adil_sampling_default_params(adil_sampling_params *out);
 
 typedef struct adil_run_params {
     uint32_t struct_size;
-    uint32_t max_tokens;                   /* 0 = up to the end of the context */
-    const adil_sampling_params *sampling;  /* NULL = defaults */
-    const adil_grammar *grammar;           /* NULL = unconstrained; must outlive the run */
-    adil_cancel_flag *cancel_flag;         /* NULL = only the run's own flag */
-    const int32_t *stop_tokens;            /* extra stop tokens besides EOS/EOT; may be NULL */
+    uint32_t max_tokens;                  /* 0 = up to the end of the context */
+    const adil_sampling_params *sampling; /* NULL = defaults */
+    const adil_grammar *grammar;          /* NULL = unconstrained; must outlive the run */
+    adil_cancel_flag *cancel_flag;        /* NULL = only the run's own flag */
+    const int32_t *stop_tokens;           /* extra stop tokens besides EOS/EOT; may be NULL */
     size_t n_stop_tokens;
-    uint32_t total_timeout_ms;             /* 0 = none; counted from adil_run_start */
-    uint32_t read_timeout_ms;              /* 0 = none; longest wait for one token */
-    uint32_t step_budget_ms;               /* a step returns once it has a token and this
+    uint32_t total_timeout_ms; /* 0 = none; counted from adil_run_start */
+    uint32_t read_timeout_ms;  /* 0 = none; longest wait for one token */
+    uint32_t step_budget_ms;   /* a step returns once it has a token and this
                                               much time passed;
                                               0 = ADIL_DEFAULT_STEP_BUDGET_MS */
-    uint32_t ignore_eos;                   /* non-zero: EOS/EOT do not stop the run (benchmarks);
+    uint32_t ignore_eos;       /* non-zero: EOS/EOT do not stop the run (benchmarks);
                                               engines without a model (the stub) ignore it */
 } adil_run_params;
 
@@ -432,13 +429,13 @@ ADIL_API void adil_run_default_params(adil_run_params *out);
 
 typedef struct adil_run_stats {
     uint32_t struct_size;
-    uint32_t stop_reason;          /* adil_stop_reason */
+    uint32_t stop_reason; /* adil_stop_reason */
     uint32_t n_prompt_tokens;
-    uint32_t n_cached_tokens;      /* prompt tokens reused from the KV cache */
+    uint32_t n_cached_tokens; /* prompt tokens reused from the KV cache */
     uint32_t n_generated;
-    uint32_t cancel_acknowledged;  /* non-zero: a cancel was seen, even if the answer was still returned */
-    double prefill_ms;             /* evaluating the prompt and choosing the first token */
-    double decode_ms;              /* the steps that made the other n_generated - 1 tokens */
+    uint32_t cancel_acknowledged; /* non-zero: a cancel was seen, even if the answer was still returned */
+    double prefill_ms;            /* evaluating the prompt and choosing the first token */
+    double decode_ms;             /* the steps that made the other n_generated - 1 tokens */
 } adil_run_stats;
 
 #define ADIL_SIZE_2_0_RUN_STATS ADIL_SIZE_THROUGH(adil_run_stats, decode_ms)

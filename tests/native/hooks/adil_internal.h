@@ -27,28 +27,24 @@ ADIL_API adil_status adil_internal_gguf_check_file(const char *path);
 ADIL_API size_t adil_internal_row_size(uint32_t type, int64_t n);
 
 /* Dequantizes n elements of a row of `type` at src into dst. */
-ADIL_API adil_status adil_internal_dequantize(uint32_t type, const void *src, int64_t n,
-                                              float *dst);
+ADIL_API adil_status adil_internal_dequantize(uint32_t type, const void *src, int64_t n, float *dst);
 
 /* Quantizes n floats into a row of `type` (types with a quantizer: F32, F16,
  * BF16, Q8_0, Q8_K and those with a reference quantizer). */
-ADIL_API adil_status adil_internal_quantize(uint32_t type, const float *src, int64_t n,
-                                            void *dst);
+ADIL_API adil_status adil_internal_quantize(uint32_t type, const float *src, int64_t n, void *dst);
 
 /* *out = vec_dot of a weight row of `type` with the float row x (n elements),
  * after quantizing x to the type's activation type, as adil_matmul does. */
-ADIL_API adil_status adil_internal_vec_dot(uint32_t type, int64_t n, const void *weight_row,
-                                           const float *x, float *out);
+ADIL_API adil_status adil_internal_vec_dot(uint32_t type, int64_t n, const void *weight_row, const float *x,
+                                           float *out);
 
 /* y[n_tokens x rows] = x[n_tokens x cols] · Wᵀ on a fresh pool of n_threads. */
-ADIL_API adil_status adil_internal_matmul(uint32_t type, int64_t rows, int64_t cols,
-                                          const void *w, int64_t n_tokens, const float *x,
-                                          float *y, int n_threads);
+ADIL_API adil_status adil_internal_matmul(uint32_t type, int64_t rows, int64_t cols, const void *w,
+                                          int64_t n_tokens, const float *x, float *y, int n_threads);
 
 /* dst[n_ids x cols] = rows ids of W (embedding lookup). */
-ADIL_API adil_status adil_internal_get_rows(uint32_t type, int64_t rows, int64_t cols,
-                                            const void *w, const int32_t *ids, int64_t n_ids,
-                                            float *dst);
+ADIL_API adil_status adil_internal_get_rows(uint32_t type, int64_t rows, int64_t cols, const void *w,
+                                            const int32_t *ids, int64_t n_ids, float *dst);
 
 /* The kernel level the library dispatches to ("scalar", "avx2", "avx512"),
  * so a test can check that ADIL_CPU took effect. */

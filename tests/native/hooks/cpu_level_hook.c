@@ -7,10 +7,6 @@
 
 #include "compute/cpu_level.h"
 
-ADIL_API const char *adil_internal_cpu_level(void) {
-    return adil_cpu_level_name();
-}
+ADIL_API const char *adil_internal_cpu_level(void) { return adil_cpu_level_name(); }
 
-ADIL_API const char *adil_internal_cpu_level_note(void) {
-    return adil_cpu_level_note();
-}
+ADIL_API const char *adil_internal_cpu_level_note(void) { return adil_cpu_level_note(); }

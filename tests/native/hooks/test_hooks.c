@@ -29,30 +29,28 @@ ADIL_API adil_status adil_internal_gguf_check_file(const char *path) {
     return st;
 }
 
-ADIL_API size_t adil_internal_row_size(uint32_t type, int64_t n) {
-    return adil_row_size(type, n);
-}
+ADIL_API size_t adil_internal_row_size(uint32_t type, int64_t n) { return adil_row_size(type, n); }
 
 /* The kernels of `type` when it has the function `what` needs and n is whole
  * blocks, else NULL with the last error set. */
-static const adil_wtype_kernels *kernels_for(uint32_t type, int64_t n, bool has_fn,
-                                             const char *what) {
+static const adil_wtype_kernels *kernels_for(uint32_t type, int64_t n, bool has_fn, const char *what) {
     const adil_wtype_facts *f = adil_wtype_facts_get(type);
     if (f == NULL || !has_fn) {
-        adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "%s: type %" PRIu32 " (%s): expected one with "
-                  "this kernel", what, type, adil_wtype_name(type));
+        adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                  "%s: type %" PRIu32 " (%s): expected one with "
+                  "this kernel",
+                  what, type, adil_wtype_name(type));
         return NULL;
     }
     if (n < 0 || n % f->block_size != 0) {
-        adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "%s: n: expected a multiple of %" PRId64
-                  ", got %" PRId64, what, f->block_size, n);
+        adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "%s: n: expected a multiple of %" PRId64 ", got %" PRId64,
+                  what, f->block_size, n);
         return NULL;
     }
     return adil_wtype_kernels_get(type);
 }
 
-ADIL_API adil_status adil_internal_dequantize(uint32_t type, const void *src, int64_t n,
-                                              float *dst) {
+ADIL_API adil_status adil_internal_dequantize(uint32_t type, const void *src, int64_t n, float *dst) {
     const adil_wtype_kernels *k = adil_wtype_kernels_get(type);
     k = kernels_for(type, n, k != NULL && k->dequantize_row != NULL, "dequantize");
     if (k == NULL) {
@@ -62,8 +60,7 @@ ADIL_API adil_status adil_internal_dequantize(uint32_t type, const void *src, in
     return ADIL_OK;
 }
 
-ADIL_API adil_status adil_internal_quantize(uint32_t type, const float *src, int64_t n,
-                                            void *dst) {
+ADIL_API adil_status adil_internal_quantize(uint32_t type, const float *src, int64_t n, void *dst) {
     const adil_wtype_kernels *k = adil_wtype_kernels_get(type);
     k = kernels_for(type, n, k != NULL && k->quantize_row != NULL, "quantize");
     if (k == NULL) {
@@ -73,15 +70,14 @@ ADIL_API adil_status adil_internal_quantize(uint32_t type, const float *src, int
     return ADIL_OK;
 }
 
-ADIL_API adil_status adil_internal_vec_dot(uint32_t type, int64_t n, const void *weight_row,
-                                           const float *x, float *out) {
+ADIL_API adil_status adil_internal_vec_dot(uint32_t type, int64_t n, const void *weight_row, const float *x,
+                                           float *out) {
     /* One row through the real matmul path: quantizes x the same way. */
     return adil_internal_matmul(type, 1, n, weight_row, 1, x, out, 1);
 }
 
-ADIL_API adil_status adil_internal_matmul(uint32_t type, int64_t rows, int64_t cols,
-                                          const void *w, int64_t n_tokens, const float *x,
-                                          float *y, int n_threads) {
+ADIL_API adil_status adil_internal_matmul(uint32_t type, int64_t rows, int64_t cols, const void *w,
+                                          int64_t n_tokens, const float *x, float *y, int n_threads) {
     adil_weight weight = {type, rows, cols, w};
     adil_pool *pool = NULL;
     adil_status st = adil_pool_create(n_threads, &pool);
@@ -100,9 +96,8 @@ ADIL_API adil_status adil_internal_matmul(uint32_t type, int64_t rows, int64_t c
     return st;
 }
 
-ADIL_API adil_status adil_internal_get_rows(uint32_t type, int64_t rows, int64_t cols,
-                                            const void *w, const int32_t *ids, int64_t n_ids,
-                                            float *dst) {
+ADIL_API adil_status adil_internal_get_rows(uint32_t type, int64_t rows, int64_t cols, const void *w,
+                                            const int32_t *ids, int64_t n_ids, float *dst) {
     adil_weight weight = {type, rows, cols, w};
     return adil_get_rows(&weight, ids, n_ids, dst);
 }

@@ -2,14 +2,14 @@
  * activation_avx2.c — gated GELU / SiLU on 8 lanes (see activation.h).
  */
 #if defined(__x86_64__)
-#include "compute/activation.h"
-#include "compute/simd/vmath_x86.h"
+#    include "compute/activation.h"
+#    include "compute/simd/vmath_x86.h"
 
-#include <math.h>
+#    include <math.h>
 
 /* 2 sqrt(2/pi) and 2 sqrt(2/pi) 0.044715: e^(-x (K1 + K2 x^2)) is e^(-2u). */
-#define GELU_K1 1.5957691216057308f
-#define GELU_K2 0.07135481627260025f
+#    define GELU_K1 1.5957691216057308f
+#    define GELU_K2 0.07135481627260025f
 
 /* Lanes [0, left) of a tail, as a maskload / maskstore mask. */
 static inline __m256i tail_mask(int64_t left) {
@@ -29,24 +29,20 @@ static inline __m256 silu8(__m256 x) {
     return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
-#define GLU_LOOP(ACT)                                                                  \
-    int64_t i = 0;                                                                     \
-    for (; i + 8 <= n; i += 8)                                                         \
-        _mm256_storeu_ps(gate + i, _mm256_mul_ps(ACT(_mm256_loadu_ps(gate + i)),      \
-                                                 _mm256_loadu_ps(up + i)));            \
-    if (i < n) {                                                                       \
-        const __m256i m = tail_mask(n - i);                                            \
-        const __m256 g = ACT(_mm256_maskload_ps(gate + i, m));                         \
-        _mm256_maskstore_ps(gate + i, m, _mm256_mul_ps(g, _mm256_maskload_ps(up + i, m))); \
-    }
+#    define GLU_LOOP(ACT)                                                                             \
+        int64_t i = 0;                                                                                \
+        for (; i + 8 <= n; i += 8)                                                                    \
+            _mm256_storeu_ps(gate + i,                                                                \
+                             _mm256_mul_ps(ACT(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i))); \
+        if (i < n) {                                                                                  \
+            const __m256i m = tail_mask(n - i);                                                       \
+            const __m256 g = ACT(_mm256_maskload_ps(gate + i, m));                                    \
+            _mm256_maskstore_ps(gate + i, m, _mm256_mul_ps(g, _mm256_maskload_ps(up + i, m)));        \
+        }
 
-void adil_glu_gelu_tanh_avx2(float *gate, const float *up, int64_t n) {
-    GLU_LOOP(gelu8)
-}
+void adil_glu_gelu_tanh_avx2(float *gate, const float *up, int64_t n) { GLU_LOOP(gelu8) }
 
-void adil_glu_silu_avx2(float *gate, const float *up, int64_t n) {
-    GLU_LOOP(silu8)
-}
+void adil_glu_silu_avx2(float *gate, const float *up, int64_t n) { GLU_LOOP(silu8) }
 
 void adil_exp_avx2(const float *x, float *y, int64_t n) {
     int64_t i = 0;
@@ -74,7 +70,8 @@ void adil_rmsnorm_avx2(float *out, const float *x, const float *w, int64_t n, fl
     const float r = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
     const __m256 rv = _mm256_set1_ps(r);
     for (i = 0; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), rv), _mm256_loadu_ps(w + i)));
+        _mm256_storeu_ps(out + i,
+                         _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), rv), _mm256_loadu_ps(w + i)));
     for (; i < n; i++) out[i] = x[i] * r * w[i];
 }
 #endif

@@ -5,12 +5,12 @@
  * Tails use maskload / maskstore and padded tiles.
  */
 #if defined(__x86_64__)
-#include "compute/attention.h"
-#include "compute/simd/always_inline.h"
-#include "compute/simd/vmath_x86.h"
+#    include "compute/attention.h"
+#    include "compute/simd/always_inline.h"
+#    include "compute/simd/vmath_x86.h"
 
-#include <math.h>
-#include <string.h>
+#    include <math.h>
+#    include <string.h>
 
 /* Lanes [0, left) as a maskload mask, left clamped to 0 .. 8. */
 ADIL_INLINE __m256i lanes(int64_t left) {
@@ -91,8 +91,8 @@ static float softmax(float *x, int64_t n) {
     __m256 vmax = _mm256_set1_ps(-INFINITY);
     for (int64_t i = 0; i < n; i += 8) {
         const __m256i m = lanes(n - i);
-        const __m256 xv = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(x + i, m),
-                                           _mm256_castsi256_ps(m));
+        const __m256 xv =
+            _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(x + i, m), _mm256_castsi256_ps(m));
         vmax = _mm256_max_ps(vmax, xv);
     }
     const __m256 mx = _mm256_set1_ps(hmax8(vmax));
@@ -108,8 +108,8 @@ static float softmax(float *x, int64_t n) {
 }
 
 /* Pass 3 for R rows and output dims [d0, d0 + 16), in key order. */
-ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span,
-                        int64_t f0, int64_t d0, const float *inv) {
+ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span, int64_t f0,
+                         int64_t d0, const float *inv) {
     const __m256i m0 = lanes(t->head_dim_v - d0), m1 = lanes(t->head_dim_v - d0 - 8);
     __m256 acc[4][2];
     for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
@@ -133,16 +133,24 @@ static void pv(const adil_att_tile *t, const float *p, int64_t span, int64_t f0,
     for (int64_t d0 = 0; d0 < t->head_dim_v; d0 += 16) {
         for (int r0 = 0; r0 < t->n_rows; r0 += 4) {
             switch (t->n_rows - r0) {
-            case 1: pv_rows(t, 1, r0, p, span, f0, d0, inv); break;
-            case 2: pv_rows(t, 2, r0, p, span, f0, d0, inv); break;
-            case 3: pv_rows(t, 3, r0, p, span, f0, d0, inv); break;
-            default: pv_rows(t, 4, r0, p, span, f0, d0, inv); break;
+            case 1:
+                pv_rows(t, 1, r0, p, span, f0, d0, inv);
+                break;
+            case 2:
+                pv_rows(t, 2, r0, p, span, f0, d0, inv);
+                break;
+            case 3:
+                pv_rows(t, 3, r0, p, span, f0, d0, inv);
+                break;
+            default:
+                pv_rows(t, 4, r0, p, span, f0, d0, inv);
+                break;
             }
         }
     }
 }
 
-#include "compute/simd/attention_level.h"
+#    include "compute/simd/attention_level.h"
 
 void adil_attend_avx2(const adil_att_tile *t) { attend_tile(t); }
 #endif

@@ -12,12 +12,12 @@
  * loads and padded tiles, so every element goes through the same code.
  */
 #if defined(__x86_64__)
-#include "compute/attention.h"
-#include "compute/simd/always_inline.h"
-#include "compute/simd/vmath_x86.h"
+#    include "compute/attention.h"
+#    include "compute/simd/always_inline.h"
+#    include "compute/simd/vmath_x86.h"
 
-#include <math.h>
-#include <string.h>
+#    include <math.h>
+#    include <string.h>
 
 /* Lanes [0, left) of a vector, left clamped to 0 .. 16. */
 ADIL_INLINE __mmask16 lanes(int64_t left) {
@@ -110,8 +110,8 @@ static float softmax(float *x, int64_t n) {
 
 /* Pass 3 for R rows (p: their weights, span apart) and output dims
  * [d0, d0 + 64): o = (Σ_j p[j] v(f0 + j)) * inv, summed in key order. */
-ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span,
-                        int64_t f0, int64_t d0, const float *inv) {
+ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span, int64_t f0,
+                         int64_t d0, const float *inv) {
     __mmask16 dm[4];
     for (int c = 0; c < 4; c++) dm[c] = lanes(t->head_dim_v - d0 - 16 * c);
     __m512 acc[4][4];
@@ -136,16 +136,24 @@ static void pv(const adil_att_tile *t, const float *p, int64_t span, int64_t f0,
     for (int64_t d0 = 0; d0 < t->head_dim_v; d0 += 64) {
         for (int r0 = 0; r0 < t->n_rows; r0 += 4) {
             switch (t->n_rows - r0) {
-            case 1: pv_rows(t, 1, r0, p, span, f0, d0, inv); break;
-            case 2: pv_rows(t, 2, r0, p, span, f0, d0, inv); break;
-            case 3: pv_rows(t, 3, r0, p, span, f0, d0, inv); break;
-            default: pv_rows(t, 4, r0, p, span, f0, d0, inv); break;
+            case 1:
+                pv_rows(t, 1, r0, p, span, f0, d0, inv);
+                break;
+            case 2:
+                pv_rows(t, 2, r0, p, span, f0, d0, inv);
+                break;
+            case 3:
+                pv_rows(t, 3, r0, p, span, f0, d0, inv);
+                break;
+            default:
+                pv_rows(t, 4, r0, p, span, f0, d0, inv);
+                break;
             }
         }
     }
 }
 
-#include "compute/simd/attention_level.h"
+#    include "compute/simd/attention_level.h"
 
 void adil_attend_avx512(const adil_att_tile *t) { attend_tile(t); }
 #endif

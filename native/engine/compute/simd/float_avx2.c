@@ -30,33 +30,26 @@ ADIL_INLINE float load1(float_kind kind, const void *w, int64_t i) {
 }
 
 ADIL_INLINE float float_dot(float_kind kind, int64_t n, const void *w, const float *a) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                     _mm256_setzero_ps()};
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         for (int j = 0; j < 4; j++) {
-            acc[j] = _mm256_fmadd_ps(load8(kind, w, i + 8 * j), _mm256_loadu_ps(a + i + 8 * j),
-                                     acc[j]);
+            acc[j] = _mm256_fmadd_ps(load8(kind, w, i + 8 * j), _mm256_loadu_ps(a + i + 8 * j), acc[j]);
         }
     }
     for (; i + 8 <= n; i += 8) {
         acc[0] = _mm256_fmadd_ps(load8(kind, w, i), _mm256_loadu_ps(a + i), acc[0]);
     }
-    float sum = simd_hsum_ps(
-        _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    float sum = simd_hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
     for (; i < n; i++) {
         sum += load1(kind, w, i) * a[i];
     }
     return sum;
 }
 
-float adil_vec_dot_f32_avx2(int64_t n, const void *w, const void *a) {
-    return float_dot(KIND_F32, n, w, a);
-}
+float adil_vec_dot_f32_avx2(int64_t n, const void *w, const void *a) { return float_dot(KIND_F32, n, w, a); }
 
-float adil_vec_dot_f16_avx2(int64_t n, const void *w, const void *a) {
-    return float_dot(KIND_F16, n, w, a);
-}
+float adil_vec_dot_f16_avx2(int64_t n, const void *w, const void *a) { return float_dot(KIND_F16, n, w, a); }
 
 float adil_vec_dot_bf16_avx2(int64_t n, const void *w, const void *a) {
     return float_dot(KIND_BF16, n, w, a);

@@ -21,14 +21,13 @@ ADIL_INLINE __m512 load16(float_kind kind, const void *w, int64_t i, __mmask16 m
 }
 
 ADIL_INLINE float float_dot(float_kind kind, int64_t n, const void *w, const float *a) {
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                     _mm512_setzero_ps()};
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     const __mmask16 all = 0xFFFF;
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
         for (int j = 0; j < 4; j++) {
-            acc[j] = _mm512_fmadd_ps(load16(kind, w, i + 16 * j, all),
-                                     _mm512_loadu_ps(a + i + 16 * j), acc[j]);
+            acc[j] =
+                _mm512_fmadd_ps(load16(kind, w, i + 16 * j, all), _mm512_loadu_ps(a + i + 16 * j), acc[j]);
         }
     }
     for (; i < n; i += 16) {

@@ -6,17 +6,11 @@
 #include "compute/simd/kernels_simd.h"
 #include "compute/simd/kquant_level.h"
 
-void adil_tile_q4_K_avx512(const adil_tile *t) {
-    adil_tile_walk(&Q4_K_SHAPES, t);
-}
+void adil_tile_q4_K_avx512(const adil_tile *t) { adil_tile_walk(&Q4_K_SHAPES, t); }
 
-void adil_tile_q5_K_avx512(const adil_tile *t) {
-    adil_tile_walk(&Q5_K_SHAPES, t);
-}
+void adil_tile_q5_K_avx512(const adil_tile *t) { adil_tile_walk(&Q5_K_SHAPES, t); }
 
-void adil_tile_q6_K_avx512(const adil_tile *t) {
-    adil_tile_walk(&Q6_K_SHAPES, t);
-}
+void adil_tile_q6_K_avx512(const adil_tile *t) { adil_tile_walk(&Q6_K_SHAPES, t); }
 
 float adil_vec_dot_q4_K_avx512(int64_t n, const void *w, const void *a) {
     return adil_tile_one_dot(q4_K_one, n, w, a);

@@ -28,7 +28,7 @@
  * token (decode) the multiply-adds do not wait on each other's latency;
  * several tokens are independent already.  Integer sums are exact in any
  * order, so this changes no result. */
-#define KQ_CHAINS 4
+#define KQ_CHAINS        4
 #define KQ_CHAINS_FOR(T) ((T) == 1 ? KQ_CHAINS : 1)
 
 ADIL_INLINE const block_q8_K *kq_act(const adil_tile *t, int k, int64_t i) {
@@ -93,8 +93,7 @@ ADIL_INLINE void kq_k4_core(const adil_tile *t, bool five_bits, const int T) {
         const block_q4_K *x = (const block_q4_K *)(t->w + (size_t)i * block_size);
         const block_q5_K *x5 = (const block_q5_K *)x;
         const uint8_t *qs = five_bits ? x5->qs : x->qs;
-        __m256i qh = five_bits ? _mm256_loadu_si256((const __m256i *)x5->qh)
-                               : _mm256_setzero_si256();
+        __m256i qh = five_bits ? _mm256_loadu_si256((const __m256i *)x5->qh) : _mm256_setzero_si256();
         __m256i scales, mins;
         kq_scales_mins(x->scales, &scales, &mins);
         __m256i dots[KQ_MAX_TOKS][KQ_CHAINS];
@@ -118,10 +117,8 @@ ADIL_INLINE void kq_k4_core(const adil_tile *t, bool five_bits, const int T) {
                 __m256i a_lo = _mm256_loadu_si256((const __m256i *)a);
                 __m256i a_hi = _mm256_loadu_si256((const __m256i *)(a + 32));
                 __m256i *d = dots[k];
-                d[2 * h % C] = kq_dot_acc(d[2 * h % C],
-                                                  _mm256_maddubs_epi16(lo, a_lo), sc_lo);
-                d[(2 * h + 1) % C] = kq_dot_acc(d[(2 * h + 1) % C],
-                                                        _mm256_maddubs_epi16(hi, a_hi), sc_hi);
+                d[2 * h % C] = kq_dot_acc(d[2 * h % C], _mm256_maddubs_epi16(lo, a_lo), sc_lo);
+                d[(2 * h + 1) % C] = kq_dot_acc(d[(2 * h + 1) % C], _mm256_maddubs_epi16(hi, a_hi), sc_hi);
             }
         }
         float d = simd_fp16(x->d), dmin = simd_fp16(x->dmin);
@@ -154,8 +151,7 @@ ADIL_INLINE __m256i kq_q6_levels(__m256i ql0, __m256i ql1, __m256i qh, int c) {
 /* int16 scales of chunk `chunk` (0..7): scales[2 chunk] in the low 8
  * lanes, scales[2 chunk + 1] in the high 8. */
 ADIL_INLINE __m256i kq_q6_chunk_scales(__m128i scales, int chunk) {
-    __m128i pick = _mm_set_epi64x(0x0101010101010101 * (2 * chunk + 1),
-                                  0x0101010101010101 * (2 * chunk));
+    __m128i pick = _mm_set_epi64x(0x0101010101010101 * (2 * chunk + 1), 0x0101010101010101 * (2 * chunk));
     return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, pick));
 }
 

@@ -21,11 +21,8 @@ static void q6_K_toks(const adil_tile *t) { kq_q6_K_core(t, KQ_MAX_TOKS); }
 static void q6_K_one(const adil_tile *t) { kq_q6_K_core(t, 1); }
 
 /* One row at a time: rows x toks cores are the 1 x toks ones. */
-static const adil_tile_shapes Q4_K_SHAPES = {1, KQ_MAX_TOKS, q4_K_toks, q4_K_one, q4_K_toks,
-                                             q4_K_one};
-static const adil_tile_shapes Q5_K_SHAPES = {1, KQ_MAX_TOKS, q5_K_toks, q5_K_one, q5_K_toks,
-                                             q5_K_one};
-static const adil_tile_shapes Q6_K_SHAPES = {1, KQ_MAX_TOKS, q6_K_toks, q6_K_one, q6_K_toks,
-                                             q6_K_one};
+static const adil_tile_shapes Q4_K_SHAPES = {1, KQ_MAX_TOKS, q4_K_toks, q4_K_one, q4_K_toks, q4_K_one};
+static const adil_tile_shapes Q5_K_SHAPES = {1, KQ_MAX_TOKS, q5_K_toks, q5_K_one, q5_K_toks, q5_K_one};
+static const adil_tile_shapes Q6_K_SHAPES = {1, KQ_MAX_TOKS, q6_K_toks, q6_K_one, q6_K_toks, q6_K_one};
 
 #endif /* ADIL_KQUANT_LEVEL_H */

@@ -6,17 +6,11 @@
 #include "compute/simd/kernels_simd.h"
 #include "compute/simd/legacy_level.h"
 
-void adil_tile_q8_0_avx512(const adil_tile *t) {
-    lg_tile(t, LG_Q8_0);
-}
+void adil_tile_q8_0_avx512(const adil_tile *t) { lg_tile(t, LG_Q8_0); }
 
-void adil_tile_q4_0_avx512(const adil_tile *t) {
-    lg_tile(t, LG_Q4_0);
-}
+void adil_tile_q4_0_avx512(const adil_tile *t) { lg_tile(t, LG_Q4_0); }
 
-void adil_tile_q5_0_avx512(const adil_tile *t) {
-    lg_tile(t, LG_Q5_0);
-}
+void adil_tile_q5_0_avx512(const adil_tile *t) { lg_tile(t, LG_Q5_0); }
 
 float adil_vec_dot_q8_0_avx512(int64_t n, const void *w, const void *a) {
     return lg_vec_dot(LG_Q8_0, n, w, a);

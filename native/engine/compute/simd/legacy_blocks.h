@@ -27,30 +27,28 @@
 #include "compute/simd/simd_x86.h"
 
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__AVX512BW__)
-#define LG_VNNI 1
+#    define LG_VNNI 1
 #else
-#define LG_VNNI 0
+#    define LG_VNNI 0
 #endif
 
 typedef enum { LG_Q8_0, LG_Q4_0, LG_Q5_0 } lg_kind;
 
 /* A weight block ready for the dot products, and its scale. */
 typedef struct lg_row {
-    __m256i u;     /* levels: unsigned (Q4_0, Q5_0, VNNI Q8_0) or |q| (AVX2 Q8_0) */
-    __m256i sign;  /* AVX2 Q8_0: q itself, whose signs go onto the activation */
+    __m256i u;    /* levels: unsigned (Q4_0, Q5_0, VNNI Q8_0) or |q| (AVX2 Q8_0) */
+    __m256i sign; /* AVX2 Q8_0: q itself, whose signs go onto the activation */
     float d;
 } lg_row;
 
 /* An activation block ready for the dot products. */
 typedef struct lg_token {
     __m256i a;
-    __m256i fix;   /* VNNI: -o * sum(a) lanes; AVX2 Q4_0/Q5_0: o * a pairs */
+    __m256i fix; /* VNNI: -o * sum(a) lanes; AVX2 Q4_0/Q5_0: o * a pairs */
     __m256 d;
 } lg_token;
 
-ADIL_INLINE char lg_offset(lg_kind kind) {
-    return kind == LG_Q8_0 ? (char)0x80 : kind == LG_Q4_0 ? 8 : 16;
-}
+ADIL_INLINE char lg_offset(lg_kind kind) { return kind == LG_Q8_0 ? (char)0x80 : kind == LG_Q4_0 ? 8 : 16; }
 
 /* Levels plus 16 where bit j of the 32-bit qh is set, for element j. */
 ADIL_INLINE __m256i lg_add_fifth_bits(__m256i levels, uint32_t qh) {
@@ -58,8 +56,8 @@ ADIL_INLINE __m256i lg_add_fifth_bits(__m256i levels, uint32_t qh) {
     return _mm256_mask_add_epi8(levels, (__mmask32)qh, levels, _mm256_set1_epi8(16));
 #else
     /* byte j gets byte j / 8 of qh, keeps bit j % 8, becomes 16 if set */
-    const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
-                                             0x0101010101010101, 0x0000000000000000);
+    const __m256i spread =
+        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000);
     const __m256i bit = _mm256_set1_epi64x((int64_t)0x8040201008040201);
     __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread);
     __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
@@ -118,9 +116,8 @@ ADIL_INLINE __m256i lg_pair_dot(lg_kind kind, const lg_row *r, const lg_token *k
     (void)kind;
     return _mm256_dpbusd_epi32(k->fix, r->u, k->a);
 #else
-    __m256i p = kind == LG_Q8_0
-                    ? _mm256_maddubs_epi16(r->u, _mm256_sign_epi8(k->a, r->sign))
-                    : _mm256_sub_epi16(_mm256_maddubs_epi16(r->u, k->a), k->fix);
+    __m256i p = kind == LG_Q8_0 ? _mm256_maddubs_epi16(r->u, _mm256_sign_epi8(k->a, r->sign))
+                                : _mm256_sub_epi16(_mm256_maddubs_epi16(r->u, k->a), k->fix);
     return simd_pairs_i32(p);
 #endif
 }
@@ -146,4 +143,3 @@ ADIL_INLINE lg_row lg_row_unpacked(lg_kind kind, __m256i packed, float d) {
 }
 
 #endif /* ADIL_LEGACY_BLOCKS_H */
-

@@ -20,12 +20,12 @@
 #include "compute/simd/tile_walk.h"
 
 #if LG_VNNI
-#define LG_MAX_ROWS 4 /* 32 registers: 4 x 2 pairs x 2 chains of accumulators */
+#    define LG_MAX_ROWS 4 /* 32 registers: 4 x 2 pairs x 2 chains of accumulators */
 #else
-#define LG_MAX_ROWS 2 /* 16 registers */
+#    define LG_MAX_ROWS 2 /* 16 registers */
 #endif
-#define LG_MAX_TOKS 2
-#define LG_CHAINS 2
+#define LG_MAX_TOKS        2
+#define LG_CHAINS          2
 #define LG_GEMV_MAX_BLOCKS 512 /* activation blocks the GEMV prepares on the stack */
 #define LG_PACK_MAX_BLOCKS 128 /* weight blocks per row lg_gemm unpacks on the stack */
 
@@ -42,8 +42,7 @@ typedef struct lg_rows {
     const float (*pd)[LG_PACK_MAX_BLOCKS];
 } lg_rows;
 
-ADIL_INLINE lg_row lg_get_row(const adil_tile *t, lg_kind kind, const lg_rows *src, int r,
-                              int64_t b) {
+ADIL_INLINE lg_row lg_get_row(const adil_tile *t, lg_kind kind, const lg_rows *src, int r, int64_t b) {
     if (src != NULL) {
         return lg_row_unpacked(kind, src->pu[r][b], src->pd[r][b]);
     }
@@ -51,9 +50,8 @@ ADIL_INLINE lg_row lg_get_row(const adil_tile *t, lg_kind kind, const lg_rows *s
 }
 
 /* Block b of an R x T tile into chain c of every pair. */
-ADIL_INLINE void lg_core_block(const adil_tile *t, lg_kind kind, const lg_rows *src, const int R,
-                               const int T, int64_t b, int c,
-                               __m256 acc[LG_MAX_ROWS][LG_MAX_TOKS][LG_CHAINS]) {
+ADIL_INLINE void lg_core_block(const adil_tile *t, lg_kind kind, const lg_rows *src, const int R, const int T,
+                               int64_t b, int c, __m256 acc[LG_MAX_ROWS][LG_MAX_TOKS][LG_CHAINS]) {
     lg_token tok[LG_MAX_TOKS];
     for (int k = 0; k < T; k++) {
         tok[k] = lg_token_prep(kind, t->act + (size_t)k * t->act_stride, b);
@@ -97,8 +95,7 @@ ADIL_INLINE void lg_core(const adil_tile *t, lg_kind kind, const int R, const in
 }
 
 /* The tokens of one unpacked row group: R x T cores, then R x 1. */
-ADIL_INLINE void lg_gemm_tokens(const adil_tile *t, lg_kind kind, const lg_rows *src,
-                                const int R) {
+ADIL_INLINE void lg_gemm_tokens(const adil_tile *t, lg_kind kind, const lg_rows *src, const int R) {
     int64_t k = 0;
     for (; k + LG_MAX_TOKS <= t->n_tok; k += LG_MAX_TOKS) {
         adil_tile s = *t;
@@ -125,8 +122,7 @@ ADIL_INLINE void lg_gemm(const adil_tile *t, lg_kind kind, const adil_tile_shape
     }
     __m256i pu[LG_MAX_ROWS][LG_PACK_MAX_BLOCKS]; /* 16 KiB with 4 rows */
     float pd[LG_MAX_ROWS][LG_PACK_MAX_BLOCKS];
-    const lg_rows src = {(const __m256i(*)[LG_PACK_MAX_BLOCKS])pu,
-                         (const float(*)[LG_PACK_MAX_BLOCKS])pd};
+    const lg_rows src = {(const __m256i(*)[LG_PACK_MAX_BLOCKS])pu, (const float(*)[LG_PACK_MAX_BLOCKS])pd};
     for (int64_t r0 = 0; r0 < t->n_rows;) {
         const int group = t->n_rows - r0 >= LG_MAX_ROWS ? LG_MAX_ROWS : 1;
         adil_tile s = *t;

@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#define QK ADIL_QK
+#define QK   ADIL_QK
 #define QK_K ADIL_QK_K
 
 /* max(|x| lane, acc lane): a NaN in x leaves acc (the scalar `>` test

@@ -9,7 +9,7 @@
 #define ADIL_SIMD_X86_H
 
 #if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
-#error "simd_x86.h needs a file compiled with -mavx2 -mfma -mf16c"
+#    error "simd_x86.h needs a file compiled with -mavx2 -mfma -mf16c"
 #endif
 
 #include "compute/simd/always_inline.h"
@@ -18,9 +18,7 @@
 #include <immintrin.h>
 
 /* IEEE half to float (exact; F16C). */
-ADIL_INLINE float simd_fp16(adil_fp16 h) {
-    return _cvtsh_ss(h);
-}
+ADIL_INLINE float simd_fp16(adil_fp16 h) { return _cvtsh_ss(h); }
 
 /* Sum of the 8 lanes, in a fixed order. */
 ADIL_INLINE float simd_hsum_ps(__m256 v) {
@@ -31,14 +29,10 @@ ADIL_INLINE float simd_hsum_ps(__m256 v) {
 }
 
 /* Adjacent int16 pairs summed into int32 lanes. */
-ADIL_INLINE __m256i simd_pairs_i32(__m256i v) {
-    return _mm256_madd_epi16(v, _mm256_set1_epi16(1));
-}
+ADIL_INLINE __m256i simd_pairs_i32(__m256i v) { return _mm256_madd_epi16(v, _mm256_set1_epi16(1)); }
 
 /* An IEEE half in all 8 float lanes. */
-ADIL_INLINE __m256 simd_fp16_x8(adil_fp16 h) {
-    return _mm256_cvtph_ps(_mm_set1_epi16((short)h));
-}
+ADIL_INLINE __m256 simd_fp16_x8(adil_fp16 h) { return _mm256_cvtph_ps(_mm_set1_epi16((short)h)); }
 
 /* The 32 4-bit levels of a legacy block (16 bytes): element j < 16 is the
  * low nibble of byte j, element j + 16 its high nibble.  The bytes are

@@ -19,11 +19,11 @@
 typedef void (*adil_tile_core_fn)(const adil_tile *tile);
 
 typedef struct adil_tile_shapes {
-    int rows, toks;            /* the shape of `full` */
-    adil_tile_core_fn full;    /* rows x toks */
-    adil_tile_core_fn rows_1;  /* rows x 1: decode, and tokens left over */
+    int rows, toks;             /* the shape of `full` */
+    adil_tile_core_fn full;     /* rows x toks */
+    adil_tile_core_fn rows_1;   /* rows x 1: decode, and tokens left over */
     adil_tile_core_fn one_toks; /* 1 x toks: rows left over */
-    adil_tile_core_fn one;     /* 1 x 1 */
+    adil_tile_core_fn one;      /* 1 x 1 */
 } adil_tile_shapes;
 
 /* Runs the cores over the whole tile: row groups outermost, so a group of

@@ -20,7 +20,7 @@
 #define ADIL_VMATH_X86_H
 
 #if !defined(__AVX2__) || !defined(__FMA__)
-#error "vmath_x86.h needs a file compiled with -mavx2 -mfma"
+#    error "vmath_x86.h needs a file compiled with -mavx2 -mfma"
 #endif
 
 #include "compute/simd/always_inline.h"
@@ -29,7 +29,7 @@
 
 #define VMATH_EXP_HI 88.0f
 #define VMATH_EXP_LO (-87.0f)
-#define VMATH_LOG2E 1.44269504088896341f
+#define VMATH_LOG2E  1.44269504088896341f
 #define VMATH_LN2_HI 0.693359375f      /* 355/512: n * LN2_HI is exact for |n| < 2^15 */
 #define VMATH_LN2_LO (-2.12194440e-4f) /* ln2 - LN2_HI */
 
