@@ -3,8 +3,12 @@
  *
  * This header is the whole contract between an ADIL *engine* (a shared library
  * that exports these symbols) and a *host* that loads it (the Python binding,
- * the `adil serve` process, or any C program).  Everything an engine exports
- * is declared here; nothing else is part of the ABI.
+ * the `adil serve` process, or any C program).  Every function of the ABI is
+ * declared here, and the shipped CPU engine exports exactly these
+ * (tests/test_exports.py).  An engine may add functions under a prefix of
+ * its own, declared in its own header and not part of the ABI: the stub
+ * exports adil_stub_sleep_tool (native/stub/adil_stub.h), a native tool for
+ * the cancellation tests.
  *
  * Rules of the ABI
  *  - adil_abi_version() never changes its signature.  A host calls it before
