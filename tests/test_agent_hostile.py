@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from nesting import deep_list
 
 import adil
 from adil.agent import Agent
@@ -151,16 +152,6 @@ def test_arguments_nested_too_deep_are_an_invalid_call(stub_model: LoadScript,
     assert call.status == "invalid" and isinstance(call.error, adil.OutputValidationError)
     assert "deeper than 64" in str(call.error)
     assert agent.run("y").text == "Again."
-
-
-def deep_list(levels: int) -> list[Any]:
-    root: list[Any] = []
-    node = root
-    for _ in range(levels - 1):
-        child: list[Any] = []
-        node.append(child)
-        node = child
-    return root
 
 
 @pytest.mark.parametrize("levels", [129, 100_000])

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from nesting import deep_list
 
 import adil
 from adil.tools import (
@@ -124,16 +125,6 @@ def test_strict_loads_takes_text() -> None:
 
 
 # -- results ----------------------------------------------------------------------------
-
-
-def deep_list(levels: int) -> list[Any]:
-    root: list[Any] = []
-    node = root
-    for _ in range(levels - 1):
-        child: list[Any] = []
-        node.append(child)
-        node = child
-    return root
 
 
 @dataclass
