@@ -31,6 +31,17 @@ static void *open_variant(const char *name) {
     return handle;
 }
 
+/* The engine opens, loads the basic script and answers one call. */
+static void check_serves(const stub_api *api) {
+    adil_engine *engine = test_open_engine(api);
+    adil_model *model = NULL;
+    CHECK_STATUS(api, test_load_data(api, engine, "stub_basic.json", &model), ADIL_OK);
+    test_output out;
+    if (model != NULL) CHECK_STATUS(api, test_call(api, model, &out), ADIL_OK);
+    api->model_free(model);
+    api->engine_close(engine);
+}
+
 static void test_abi_versions(void) {
     static const struct {
         const char *name;
@@ -88,13 +99,7 @@ static void test_abi2_1(void) {
     CHECK(info->size_run_params == sizeof(adil_run_params) + 8);
     CHECK(info->size_model_info == sizeof(adil_model_info) + 8);
     CHECK(info->size_host_info == sizeof(adil_host_info) + 8);
-    adil_engine *engine = test_open_engine(&api);
-    adil_model *model = NULL;
-    CHECK_STATUS(&api, test_load_data(&api, engine, "stub_basic.json", &model), ADIL_OK);
-    test_output out;
-    if (model != NULL) CHECK_STATUS(&api, test_call(&api, model, &out), ADIL_OK);
-    api.model_free(model);
-    api.engine_close(engine);
+    check_serves(&api);
     stub_api_close(&api);
 }
 
@@ -124,13 +129,7 @@ int main(void) {
     /* The good stub still opens and serves after all of that. */
     stub_api api;
     if (!stub_api_open(&api, ADIL_STUB_LIBRARY)) return 1;
-    adil_engine *engine = test_open_engine(&api);
-    adil_model *model = NULL;
-    CHECK_STATUS(&api, test_load_data(&api, engine, "stub_basic.json", &model), ADIL_OK);
-    test_output out;
-    if (model != NULL) CHECK_STATUS(&api, test_call(&api, model, &out), ADIL_OK);
-    api.model_free(model);
-    api.engine_close(engine);
+    check_serves(&api);
     stub_api_close(&api);
     return test_report("test_stub_variants");
 }
