@@ -28,13 +28,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define REQUIRE(cond)                                                                    \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                     \
-        }                                                                                \
-    } while (0)
+#include "fuzz_require.h"
 
 /* Bytes read are summed here, so that no read is optimised away. */
 static volatile uint64_t g_sink;

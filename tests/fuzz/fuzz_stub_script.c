@@ -21,14 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A broken invariant is a crash libFuzzer reports with the input. */
-#define REQUIRE(cond)                                                                    \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                     \
-        }                                                                                \
-    } while (0)
+#include "fuzz_require.h"
 
 static void require_failure(adil_status st) {
     REQUIRE(st == ADIL_STATUS_MODEL_FORMAT || st == ADIL_STATUS_OUT_OF_MEMORY);

@@ -34,13 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REQUIRE(cond)                                                                    \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                     \
-        }                                                                                \
-    } while (0)
+#include "fuzz_require.h"
 
 /* ---- a vocabulary builder ------------------------------------------------ */
 
