@@ -70,14 +70,22 @@ ADIL_API void adil_run_default_params(adil_run_params *out) {
 
 /* ---- struct_size checks ------------------------------------------------ */
 
+/* The struct_size of a caller's struct (the first field of every public
+ * struct), refused when smaller than the version-2.0 struct. */
+static adil_status read_struct_size(const void *s, size_t min_size, const char *what, uint32_t *size) {
+    memcpy(size, s, sizeof *size);
+    if (*size < min_size)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "%s: struct_size expected at least %zu (the version-2.0 struct), got %u", what,
+                         min_size, *size);
+    return ADIL_OK;
+}
+
 adil_status adil_copy_params(void *dst, size_t dst_size, const void *src, size_t min_size, const char *what) {
     if (src == NULL) return ADIL_OK;
     uint32_t size;
-    memcpy(&size, src, sizeof size); /* struct_size is the first field of every public struct */
-    if (size < min_size)
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "%s: struct_size expected at least %zu (the version-2.0 struct), got %u", what,
-                         min_size, size);
+    adil_status st = read_struct_size(src, min_size, what, &size);
+    if (st != ADIL_OK) return st;
     /* A newer minor's struct is larger: read only the fields this engine knows. */
     memcpy(dst, src, size < dst_size ? size : dst_size);
     memcpy(dst, &(uint32_t){(uint32_t)dst_size}, sizeof(uint32_t));
@@ -88,11 +96,8 @@ adil_status adil_copy_out(void *dst, const void *src, size_t src_size, size_t mi
     if (dst == NULL)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "%s: expected an out struct, got NULL", what);
     uint32_t size;
-    memcpy(&size, dst, sizeof size);
-    if (size < min_size)
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "%s: struct_size expected at least %zu (the version-2.0 struct), got %u", what,
-                         min_size, size);
+    adil_status st = read_struct_size(dst, min_size, what, &size);
+    if (st != ADIL_OK) return st;
     /* Write only what the caller's struct holds, and keep its struct_size. */
     size_t n = size < src_size ? size : src_size;
     memcpy((char *)dst + sizeof size, (const char *)src + sizeof size, n - sizeof size);
