@@ -4,7 +4,7 @@
  *
  * Implemented in native/common/: errors.c (status strings, per-thread last
  * error), params.c (defaults and struct_size checks), cancel_flag.c, clock.c,
- * files.c (opening a model's file).
+ * files.c (opening a model's file); json.c (adil_json.h, a strict JSON reader).
  */
 #ifndef ADIL_COMMON_H
 #define ADIL_COMMON_H

@@ -6,7 +6,7 @@
  */
 #include "stub_script.h"
 
-#include "stub_json.h"
+#include "adil_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,17 +19,17 @@ typedef struct validator {
 
 /* ---- error messages ---------------------------------------------------- */
 
-static adil_status bad_value(const validator *v, const char *where, const stub_json *value,
+static adil_status bad_value(const validator *v, const char *where, const adil_json *value,
                              const char *expected) {
     /* Quote a short prefix of the offending value so the reader sees it. */
     size_t n = value->end - value->start;
     int shown = (int)(n > 24 ? 24 : n);
     return adil_fail(ADIL_STATUS_MODEL_FORMAT, "%s: %s: expected %s, got %s %.*s%s at offset %zu", v->what,
-                     where, expected, stub_json_kind_name(value->kind), shown, v->src + value->start,
+                     where, expected, adil_json_kind_name(value->kind), shown, v->src + value->start,
                      n > 24 ? "..." : "", value->start);
 }
 
-static adil_status missing_key(const validator *v, const char *where, const stub_json *object,
+static adil_status missing_key(const validator *v, const char *where, const adil_json *object,
                                const char *key, const char *expected) {
     return adil_fail(ADIL_STATUS_MODEL_FORMAT,
                      "%s: %s: expected a key \"%s\" (%s), got none in the object at offset %zu", v->what,
@@ -37,11 +37,11 @@ static adil_status missing_key(const validator *v, const char *where, const stub
 }
 
 /* Refuses keys outside `known` and keys given twice. */
-static adil_status check_keys(const validator *v, const char *where, const stub_json *object,
+static adil_status check_keys(const validator *v, const char *where, const adil_json *object,
                               const char *const known[], size_t n_known, const char *listing) {
     uint32_t seen = 0;
     for (size_t i = 0; i < object->n_members; i++) {
-        const stub_json_member *m = &object->members[i];
+        const adil_json_member *m = &object->members[i];
         size_t k = 0;
         while (k < n_known && !(strlen(known[k]) == m->key_len && memcmp(known[k], m->key, m->key_len) == 0))
             k++;
@@ -58,9 +58,9 @@ static adil_status check_keys(const validator *v, const char *where, const stub_
     return ADIL_OK;
 }
 
-static adil_status read_uint(const validator *v, const char *where, const stub_json *value, uint32_t min,
+static adil_status read_uint(const validator *v, const char *where, const adil_json *value, uint32_t min,
                              uint32_t max, uint32_t *out) {
-    if (value->kind != STUB_JSON_NUMBER || !value->is_integer || value->integer < (int64_t)min ||
+    if (value->kind != ADIL_JSON_NUMBER || !value->is_integer || value->integer < (int64_t)min ||
         value->integer > (int64_t)max) {
         char expected[80];
         snprintf(expected, sizeof expected, "an integer from %u to %u", min, max);
@@ -108,19 +108,19 @@ static adil_status compile_turn(const turn_parts *parts, stub_turn *out) {
     return ADIL_OK;
 }
 
-static adil_status read_tool_call(const validator *v, size_t turn, const stub_json *call, turn_parts *parts) {
+static adil_status read_tool_call(const validator *v, size_t turn, const adil_json *call, turn_parts *parts) {
     static const char *const keys[] = {"name", "arguments", "arguments_json"};
     char where[96];
     snprintf(where, sizeof where, "turns[%zu].tool_call", turn);
-    if (call->kind != STUB_JSON_OBJECT)
+    if (call->kind != ADIL_JSON_OBJECT)
         return bad_value(v, where, call, "an object {\"name\": ..., \"arguments\": ...}");
     adil_status st = check_keys(v, where, call, keys, 3, "name, arguments, arguments_json");
     if (st != ADIL_OK) return st;
-    const stub_json *name = stub_json_get(call, "name");
-    const stub_json *args = stub_json_get(call, "arguments");
-    const stub_json *args_json = stub_json_get(call, "arguments_json");
+    const adil_json *name = adil_json_get(call, "name");
+    const adil_json *args = adil_json_get(call, "arguments");
+    const adil_json *args_json = adil_json_get(call, "arguments_json");
     if (name == NULL) return missing_key(v, where, call, "name", "the tool's name");
-    if (name->kind != STUB_JSON_STRING || name->str_len == 0) {
+    if (name->kind != ADIL_JSON_STRING || name->str_len == 0) {
         snprintf(where, sizeof where, "turns[%zu].tool_call.name", turn);
         return bad_value(v, where, name, "a non-empty string");
     }
@@ -129,7 +129,7 @@ static adil_status read_tool_call(const validator *v, size_t turn, const stub_js
                          "%s: %s: expected exactly one of \"arguments\" and \"arguments_json\", got %s "
                          "in the object at offset %zu",
                          v->what, where, args == NULL ? "neither" : "both", call->start);
-    if (args_json != NULL && args_json->kind != STUB_JSON_STRING) {
+    if (args_json != NULL && args_json->kind != ADIL_JSON_STRING) {
         snprintf(where, sizeof where, "turns[%zu].tool_call.arguments_json", turn);
         return bad_value(v, where, args_json, "a string holding the raw arguments text");
     }
@@ -146,31 +146,31 @@ static adil_status read_tool_call(const validator *v, size_t turn, const stub_js
     return ADIL_OK;
 }
 
-static adil_status read_turn(const validator *v, size_t index, const stub_json *turn, stub_turn *out) {
+static adil_status read_turn(const validator *v, size_t index, const adil_json *turn, stub_turn *out) {
     static const char *const keys[] = {"text", "tool_call"};
     char where[96];
     snprintf(where, sizeof where, "turns[%zu]", index);
-    if (turn->kind != STUB_JSON_OBJECT)
+    if (turn->kind != ADIL_JSON_OBJECT)
         return bad_value(v, where, turn, "an object {\"text\": ..., \"tool_call\": ...}");
     adil_status st = check_keys(v, where, turn, keys, 2, "text, tool_call");
     if (st != ADIL_OK) return st;
     turn_parts parts = {0};
-    const stub_json *text = stub_json_get(turn, "text");
+    const adil_json *text = adil_json_get(turn, "text");
     if (text != NULL) {
-        if (text->kind != STUB_JSON_STRING) {
+        if (text->kind != ADIL_JSON_STRING) {
             snprintf(where, sizeof where, "turns[%zu].text", index);
             return bad_value(v, where, text, "a string");
         }
         parts.text = text->str;
         parts.text_len = text->str_len;
     }
-    const stub_json *call = stub_json_get(turn, "tool_call");
+    const adil_json *call = adil_json_get(turn, "tool_call");
     if (call != NULL && (st = read_tool_call(v, index, call, &parts)) != ADIL_OK) return st;
     return compile_turn(&parts, out);
 }
 
-static adil_status read_turns(const validator *v, const stub_json *turns, stub_script *out) {
-    if (turns->kind != STUB_JSON_ARRAY) return bad_value(v, "turns", turns, "an array of turns");
+static adil_status read_turns(const validator *v, const adil_json *turns, stub_script *out) {
+    if (turns->kind != ADIL_JSON_ARRAY) return bad_value(v, "turns", turns, "an array of turns");
     if (turns->n_items == 0) return ADIL_OK;
     out->turns = calloc(turns->n_items, sizeof *out->turns);
     if (out->turns == NULL)
@@ -186,7 +186,7 @@ static adil_status read_turns(const validator *v, const stub_json *turns, stub_s
 
 /* ---- faults ------------------------------------------------------------ */
 
-static adil_status read_status_name(const validator *v, const char *where, const stub_json *value,
+static adil_status read_status_name(const validator *v, const char *where, const adil_json *value,
                                     adil_status *out) {
     static const struct {
         const char *name;
@@ -197,7 +197,7 @@ static adil_status read_status_name(const validator *v, const char *where, const
         {"context_length", ADIL_STATUS_CONTEXT_LENGTH},
         {"capability", ADIL_STATUS_CAPABILITY},
     };
-    for (size_t i = 0; value->kind == STUB_JSON_STRING && i < sizeof names / sizeof names[0]; i++) {
+    for (size_t i = 0; value->kind == ADIL_JSON_STRING && i < sizeof names / sizeof names[0]; i++) {
         if (strlen(names[i].name) == value->str_len &&
             memcmp(names[i].name, value->str, value->str_len) == 0) {
             *out = names[i].status;
@@ -207,7 +207,7 @@ static adil_status read_status_name(const validator *v, const char *where, const
     return bad_value(v, where, value, "\"busy\", \"model_not_ready\", \"context_length\" or \"capability\"");
 }
 
-static adil_status read_not_ready(const validator *v, size_t index, const stub_json *fault,
+static adil_status read_not_ready(const validator *v, size_t index, const adil_json *fault,
                                   bool *have_not_ready, stub_script *out) {
     char where[32], field[96];
     snprintf(where, sizeof where, "faults[%zu]", index);
@@ -222,17 +222,17 @@ static adil_status read_not_ready(const validator *v, size_t index, const stub_j
                          v->what, where, fault->start);
     *have_not_ready = true;
     snprintf(field, sizeof field, "faults[%zu].not_ready_ms", index);
-    return read_uint(v, field, stub_json_get(fault, "not_ready_ms"), 0, STUB_MAX_NOT_READY_MS,
+    return read_uint(v, field, adil_json_get(fault, "not_ready_ms"), 0, STUB_MAX_NOT_READY_MS,
                      &out->not_ready_ms);
 }
 
-static adil_status read_call_fault(const validator *v, size_t index, const stub_json *fault,
+static adil_status read_call_fault(const validator *v, size_t index, const adil_json *fault,
                                    const stub_script *script, stub_fault *out) {
     char where[32], field[96];
     snprintf(where, sizeof where, "faults[%zu]", index);
-    const stub_json *on_call = stub_json_get(fault, "on_call");
-    const stub_json *status = stub_json_get(fault, "status");
-    const stub_json *late = stub_json_get(fault, "late_answer");
+    const adil_json *on_call = adil_json_get(fault, "on_call");
+    const adil_json *status = adil_json_get(fault, "status");
+    const adil_json *late = adil_json_get(fault, "late_answer");
     if (on_call == NULL)
         return missing_key(v, where, fault, "on_call", "the 1-based call the fault applies to");
     snprintf(field, sizeof field, "faults[%zu].on_call", index);
@@ -253,15 +253,15 @@ static adil_status read_call_fault(const validator *v, size_t index, const stub_
         return read_status_name(v, field, status, &out->status);
     }
     snprintf(field, sizeof field, "faults[%zu].late_answer", index);
-    if (late->kind != STUB_JSON_BOOL || !late->boolean) return bad_value(v, field, late, "true");
+    if (late->kind != ADIL_JSON_BOOL || !late->boolean) return bad_value(v, field, late, "true");
     out->late_answer = true;
     out->status = ADIL_OK;
     return ADIL_OK;
 }
 
-static adil_status read_faults(const validator *v, const stub_json *faults, stub_script *out) {
+static adil_status read_faults(const validator *v, const adil_json *faults, stub_script *out) {
     static const char *const keys[] = {"on_call", "status", "late_answer", "not_ready_ms"};
-    if (faults->kind != STUB_JSON_ARRAY) return bad_value(v, "faults", faults, "an array of faults");
+    if (faults->kind != ADIL_JSON_ARRAY) return bad_value(v, "faults", faults, "an array of faults");
     if (faults->n_items == 0) return ADIL_OK;
     out->faults = calloc(faults->n_items, sizeof *out->faults);
     if (out->faults == NULL)
@@ -269,14 +269,14 @@ static adil_status read_faults(const validator *v, const stub_json *faults, stub
                          faults->n_items);
     bool have_not_ready = false;
     for (size_t i = 0; i < faults->n_items; i++) {
-        const stub_json *fault = &faults->items[i];
+        const adil_json *fault = &faults->items[i];
         char where[96];
         snprintf(where, sizeof where, "faults[%zu]", i);
-        if (fault->kind != STUB_JSON_OBJECT)
+        if (fault->kind != ADIL_JSON_OBJECT)
             return bad_value(v, where, fault, "an object {\"on_call\": N, \"status\": ...}");
         adil_status st = check_keys(v, where, fault, keys, 4, "on_call, status, late_answer, not_ready_ms");
         if (st != ADIL_OK) return st;
-        if (stub_json_get(fault, "not_ready_ms") != NULL) {
+        if (adil_json_get(fault, "not_ready_ms") != NULL) {
             st = read_not_ready(v, i, fault, &have_not_ready, out);
         } else {
             st = read_call_fault(v, i, fault, out, &out->faults[out->n_faults]);
@@ -289,17 +289,17 @@ static adil_status read_faults(const validator *v, const stub_json *faults, stub
 
 /* ---- the whole script -------------------------------------------------- */
 
-static adil_status read_script(const validator *v, const stub_json *root, stub_script *out) {
+static adil_status read_script(const validator *v, const adil_json *root, stub_script *out) {
     static const char *const keys[] = {"turns", "token_delay_ms", "context_length", "faults"};
-    if (root->kind != STUB_JSON_OBJECT)
+    if (root->kind != ADIL_JSON_OBJECT)
         return bad_value(v, "top level", root, "an object {\"turns\": [...], ...}");
     adil_status st =
         check_keys(v, "top level", root, keys, 4, "turns, token_delay_ms, context_length, faults");
     if (st != ADIL_OK) return st;
-    const stub_json *turns = stub_json_get(root, "turns");
-    const stub_json *delay = stub_json_get(root, "token_delay_ms");
-    const stub_json *context = stub_json_get(root, "context_length");
-    const stub_json *faults = stub_json_get(root, "faults");
+    const adil_json *turns = adil_json_get(root, "turns");
+    const adil_json *delay = adil_json_get(root, "token_delay_ms");
+    const adil_json *context = adil_json_get(root, "context_length");
+    const adil_json *faults = adil_json_get(root, "faults");
     if (turns == NULL) return missing_key(v, "top level", root, "turns", "an array of turns");
     if ((st = read_turns(v, turns, out)) != ADIL_OK) return st;
     if (delay != NULL && (st = read_uint(v, "token_delay_ms", delay, 0, STUB_MAX_TOKEN_DELAY_MS,
@@ -315,12 +315,12 @@ static adil_status read_script(const validator *v, const stub_json *root, stub_s
 adil_status stub_script_parse(const char *src, size_t len, const char *what, stub_script *out) {
     memset(out, 0, sizeof *out);
     out->context_length = STUB_DEFAULT_CONTEXT_LENGTH;
-    stub_json root;
-    adil_status st = stub_json_parse(src, len, ADIL_STATUS_MODEL_FORMAT, what, &root);
+    adil_json root;
+    adil_status st = adil_json_parse(src, len, ADIL_STATUS_MODEL_FORMAT, what, &root);
     if (st != ADIL_OK) return st;
     validator v = {src, what};
     st = read_script(&v, &root, out);
-    stub_json_free(&root);
+    adil_json_free(&root);
     if (st != ADIL_OK) stub_script_free(out);
     return st;
 }

@@ -5,7 +5,7 @@
  */
 #include "adil_stub.h"
 
-#include "stub_json.h"
+#include "adil_json.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -13,13 +13,13 @@
 #define STUB_SLEEP_TOOL_MAX_MS 600000
 
 static adil_status read_ms(const char *arguments_json, size_t arguments_len, uint32_t *ms) {
-    stub_json args;
-    adil_status st = stub_json_parse(arguments_json, arguments_len, ADIL_STATUS_INVALID_ARGUMENT,
+    adil_json args;
+    adil_status st = adil_json_parse(arguments_json, arguments_len, ADIL_STATUS_INVALID_ARGUMENT,
                                      "adil_stub_sleep_tool: arguments", &args);
     if (st != ADIL_OK) return st;
-    const stub_json *value = stub_json_get(&args, "ms");
-    if (args.kind != STUB_JSON_OBJECT || args.n_members != 1 || value == NULL ||
-        value->kind != STUB_JSON_NUMBER || !value->is_integer || value->integer < 0 ||
+    const adil_json *value = adil_json_get(&args, "ms");
+    if (args.kind != ADIL_JSON_OBJECT || args.n_members != 1 || value == NULL ||
+        value->kind != ADIL_JSON_NUMBER || !value->is_integer || value->integer < 0 ||
         value->integer > STUB_SLEEP_TOOL_MAX_MS) {
         st =
             adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
@@ -28,7 +28,7 @@ static adil_status read_ms(const char *arguments_json, size_t arguments_len, uin
     } else {
         *ms = (uint32_t)value->integer;
     }
-    stub_json_free(&args);
+    adil_json_free(&args);
     return st;
 }
 

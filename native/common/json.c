@@ -1,12 +1,12 @@
 /*
- * stub_json.c — the strict JSON reader of stub_json.h.
+ * json.c — the strict JSON reader of adil_json.h.
  *
  * A recursive-descent parser over a byte range.  Every read checks the
  * position against the end of the input first; nesting is bounded, so the
  * recursion is too.  On any error the partial tree is freed before returning,
  * so callers only ever free complete trees.
  */
-#include "stub_json.h"
+#include "adil_json.h"
 
 #include "adil_containers.h"
 
@@ -29,7 +29,7 @@ typedef struct byte_buf {
     size_t cap;
 } byte_buf;
 
-static adil_status parse_value(parser *p, int depth, stub_json *out);
+static adil_status parse_value(parser *p, int depth, adil_json *out);
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -256,7 +256,7 @@ static adil_status read_string(parser *p, char **out, size_t *out_len) {
 
 /* ---- numbers and literals ---------------------------------------------- */
 
-static adil_status read_number(parser *p, stub_json *out) {
+static adil_status read_number(parser *p, adil_json *out) {
     bool negative = at(p, '-');
     if (negative) p->pos++;
     if (!is_digit_at(p)) return fail_at(p, p->pos, "a digit");
@@ -287,22 +287,22 @@ static adil_status read_number(parser *p, stub_json *out) {
         if (!is_digit_at(p)) return fail_at(p, p->pos, "a digit in the exponent");
         while (is_digit_at(p)) p->pos++;
     }
-    out->kind = STUB_JSON_NUMBER;
+    out->kind = ADIL_JSON_NUMBER;
     uint64_t limit = negative ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
     out->is_integer = integral && fits && magnitude <= limit;
     if (out->is_integer) out->integer = negative ? (int64_t)(0 - magnitude) : (int64_t)magnitude;
     return ADIL_OK;
 }
 
-static adil_status read_literal(parser *p, const char *word, stub_json *out) {
+static adil_status read_literal(parser *p, const char *word, adil_json *out) {
     size_t n = strlen(word);
     if (p->len - p->pos < n || memcmp(p->src + p->pos, word, n) != 0)
         return fail_at(p, p->pos, "a value (true, false, null, a number, a string, [ or {)");
     p->pos += n;
     if (word[0] == 'n') {
-        out->kind = STUB_JSON_NULL;
+        out->kind = ADIL_JSON_NULL;
     } else {
-        out->kind = STUB_JSON_BOOL;
+        out->kind = ADIL_JSON_BOOL;
         out->boolean = word[0] == 't';
     }
     return ADIL_OK;
@@ -310,8 +310,8 @@ static adil_status read_literal(parser *p, const char *word, stub_json *out) {
 
 /* ---- arrays and objects ------------------------------------------------ */
 
-static adil_status read_array(parser *p, int depth, stub_json *out) {
-    out->kind = STUB_JSON_ARRAY;
+static adil_status read_array(parser *p, int depth, adil_json *out) {
+    out->kind = ADIL_JSON_ARRAY;
     p->pos++;
     skip_whitespace(p);
     if (at(p, ']')) {
@@ -336,7 +336,7 @@ static adil_status read_array(parser *p, int depth, stub_json *out) {
     }
 }
 
-static adil_status read_member(parser *p, int depth, stub_json_member *m) {
+static adil_status read_member(parser *p, int depth, adil_json_member *m) {
     skip_whitespace(p);
     if (!at(p, '"')) return fail_at(p, p->pos, "a '\"' starting an object key");
     m->key_offset = p->pos;
@@ -353,8 +353,8 @@ static adil_status read_member(parser *p, int depth, stub_json_member *m) {
     return st;
 }
 
-static adil_status read_object(parser *p, int depth, stub_json *out) {
-    out->kind = STUB_JSON_OBJECT;
+static adil_status read_object(parser *p, int depth, adil_json *out) {
+    out->kind = ADIL_JSON_OBJECT;
     p->pos++;
     skip_whitespace(p);
     if (at(p, '}')) {
@@ -381,12 +381,12 @@ static adil_status read_object(parser *p, int depth, stub_json *out) {
 
 /* ---- values ------------------------------------------------------------ */
 
-static adil_status parse_value(parser *p, int depth, stub_json *out) {
+static adil_status parse_value(parser *p, int depth, adil_json *out) {
     memset(out, 0, sizeof *out);
     skip_whitespace(p);
-    if (depth > STUB_JSON_MAX_DEPTH)
+    if (depth > ADIL_JSON_MAX_DEPTH)
         return adil_fail(p->on_error, "%s: invalid JSON: nesting deeper than %d levels at offset %zu",
-                         p->what, STUB_JSON_MAX_DEPTH, p->pos);
+                         p->what, ADIL_JSON_MAX_DEPTH, p->pos);
     out->start = p->pos;
     if (p->pos >= p->len) return fail_at(p, p->pos, "a value");
     adil_status st;
@@ -398,7 +398,7 @@ static adil_status parse_value(parser *p, int depth, stub_json *out) {
         st = read_array(p, depth, out);
         break;
     case '"':
-        out->kind = STUB_JSON_STRING;
+        out->kind = ADIL_JSON_STRING;
         st = read_string(p, &out->str, &out->str_len);
         break;
     case 't':
@@ -418,15 +418,15 @@ static adil_status parse_value(parser *p, int depth, stub_json *out) {
         break;
     }
     if (st != ADIL_OK) {
-        stub_json_free(out);
+        adil_json_free(out);
         return st;
     }
     out->end = p->pos;
     return ADIL_OK;
 }
 
-adil_status stub_json_parse(const char *src, size_t len, adil_status on_error, const char *what,
-                            stub_json *out) {
+adil_status adil_json_parse(const char *src, size_t len, adil_status on_error, const char *what,
+                            adil_json *out) {
     parser p = {src, len, 0, on_error, what};
     memset(out, 0, sizeof *out);
     if (src == NULL && len > 0)
@@ -435,7 +435,7 @@ adil_status stub_json_parse(const char *src, size_t len, adil_status on_error, c
     if (st != ADIL_OK) return st;
     skip_whitespace(&p);
     if (p.pos != p.len) {
-        stub_json_free(out);
+        adil_json_free(out);
         return fail_at(&p, p.pos, "the end of the input after the top-level value");
     }
     return ADIL_OK;
@@ -443,12 +443,12 @@ adil_status stub_json_parse(const char *src, size_t len, adil_status on_error, c
 
 /* ---- access ------------------------------------------------------------ */
 
-void stub_json_free(stub_json *value) {
+void adil_json_free(adil_json *value) {
     if (value == NULL) return;
-    for (size_t i = 0; i < value->n_items; i++) stub_json_free(&value->items[i]);
+    for (size_t i = 0; i < value->n_items; i++) adil_json_free(&value->items[i]);
     for (size_t i = 0; i < value->n_members; i++) {
         free(value->members[i].key);
-        stub_json_free(&value->members[i].value);
+        adil_json_free(&value->members[i].value);
     }
     free(value->items);
     free(value->members);
@@ -460,29 +460,29 @@ void stub_json_free(stub_json *value) {
     value->n_members = 0;
 }
 
-const stub_json *stub_json_get(const stub_json *object, const char *key) {
-    if (object == NULL || object->kind != STUB_JSON_OBJECT) return NULL;
+const adil_json *adil_json_get(const adil_json *object, const char *key) {
+    if (object == NULL || object->kind != ADIL_JSON_OBJECT) return NULL;
     size_t n = strlen(key);
     for (size_t i = 0; i < object->n_members; i++) {
-        const stub_json_member *m = &object->members[i];
+        const adil_json_member *m = &object->members[i];
         if (m->key_len == n && memcmp(m->key, key, n) == 0) return &m->value;
     }
     return NULL;
 }
 
-const char *stub_json_kind_name(stub_json_kind kind) {
+const char *adil_json_kind_name(adil_json_kind kind) {
     switch (kind) {
-    case STUB_JSON_NULL:
+    case ADIL_JSON_NULL:
         return "null";
-    case STUB_JSON_BOOL:
+    case ADIL_JSON_BOOL:
         return "boolean";
-    case STUB_JSON_NUMBER:
+    case ADIL_JSON_NUMBER:
         return "number";
-    case STUB_JSON_STRING:
+    case ADIL_JSON_STRING:
         return "string";
-    case STUB_JSON_ARRAY:
+    case ADIL_JSON_ARRAY:
         return "array";
-    case STUB_JSON_OBJECT:
+    case ADIL_JSON_OBJECT:
         return "object";
     }
     return "unknown";
