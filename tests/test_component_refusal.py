@@ -70,14 +70,38 @@ def test_host_major_is_checked_by_the_engine(stub_engine: adil.Engine) -> None:
 def test_later_minor_with_appended_fields_is_accepted(
     variant_libraries: dict[str, str], write_script: Callable[..., str]
 ) -> None:
-    """abi2_1 reports ABI 2.1 and every struct 8 bytes larger than this
-    binding's: accepted, and it serves this 2.0 host."""
+    """abi2_2 reports ABI 2.2 and every struct 8 bytes larger than this
+    binding's: accepted, it serves this 2.1 host, and the 2.1 fields are read."""
     from adil._binding import SIZES_2_0, STRUCT_SIZE_FIELDS, ffi
 
-    engine = adil.Engine.open(library=variant_libraries["abi2_1"])
-    assert engine.info.abi == "2.1"
+    engine = adil.Engine.open(library=variant_libraries["abi2_2"])
+    assert engine.info.abi == "2.2"
+    assert engine.info.capabilities == ("grammar",)
+    assert engine.library.has_fields("adil_run_stats", 1)
     component = engine.library.lib.adil_component()
     for field, struct in STRUCT_SIZE_FIELDS.items():
         assert getattr(component, field) == ffi.sizeof(struct) + 8 > SIZES_2_0[struct]
-    with engine.load_model(write_script({"turns": [{"text": "from 2.1"}]})) as model:
-        assert model.complete("hi").text == "from 2.1"
+    with engine.load_model(write_script({"turns": [{"text": "from 2.2"}]})) as model:
+        assert model.complete("hi").text == "from 2.2"
+
+
+def test_2_0_engine_is_accepted_without_the_2_1_fields(
+    variant_libraries: dict[str, str], write_script: Callable[..., str]
+) -> None:
+    """abi2_0 reports ABI 2.0 and the 2.0 sizes of the structs 2.1 appended
+    to: accepted, no 2.1 field is read (no capabilities, stats of 0), and it
+    serves."""
+    from adil._binding import SIZES_2_0
+
+    engine = adil.Engine.open(library=variant_libraries["abi2_0"])
+    assert engine.info.abi == "2.0"
+    assert engine.info.capabilities == ()
+    component = engine.library.lib.adil_component()
+    assert component.struct_size == SIZES_2_0["adil_component_info"]
+    assert component.size_run_stats == SIZES_2_0["adil_run_stats"]
+    assert not engine.library.has_fields("adil_component_info", 1)
+    assert not engine.library.has_fields("adil_run_stats", 1)
+    with engine.load_model(write_script({"turns": [{"text": "from 2.0"}]})) as model:
+        completion = model.complete("hi")
+        assert completion.text == "from 2.0"
+        assert (completion.stats.forced_tokens, completion.stats.grammar_ms) == (0, 0.0)

@@ -1,7 +1,7 @@
 """What the binding reads from the header agrees with what a C compiler makes
 of adil.h: every numeric macro (CONSTANTS, floats included), every status and
-stop reason, every struct's size, field offsets and 2.0 size
-(ADIL_SIZE_2_0_*).  The engines' default params are the header's defaults,
+stop reason, every struct's size, field offsets and its size in each minor
+(ADIL_SIZE_2_<minor>_*).  The engines' default params are the header's defaults,
 and so are Sampling's."""
 
 from __future__ import annotations
@@ -16,8 +16,16 @@ from pathlib import Path
 import pytest
 
 import adil
-from adil._binding import SIZES_2_0, STATUSES, STOP_REASONS, STRUCT_SIZE_FIELDS, ffi, open_library
-from adil._cdef import CONSTANTS, LAST_2_0_FIELDS
+from adil._binding import (
+    SIZES,
+    SIZES_2_0,
+    STATUSES,
+    STOP_REASONS,
+    STRUCT_SIZE_FIELDS,
+    ffi,
+    open_library,
+)
+from adil._cdef import CONSTANTS, LAST_2_0_FIELDS, LAST_FIELDS
 
 ROOT = Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "native" / "include"
@@ -29,10 +37,12 @@ def _c_program() -> str:
     lines = []
     for name in [*CONSTANTS, *STATUSES, *STOP_REASONS]:
         lines.append(f'    printf("\\"%s\\": %.17g,\\n", "{name}", (double)({name}));')
+    for minor, fields in LAST_FIELDS.items():
+        for struct in fields:
+            macro = f"ADIL_SIZE_2_{minor}_" + struct.removeprefix("adil_").upper()
+            lines.append(f'    printf("\\"2.{minor} {struct}\\": %zu,\\n", (size_t)({macro}));')
     for struct in LAST_2_0_FIELDS:
-        size_2_0 = "ADIL_SIZE_2_0_" + struct.removeprefix("adil_").upper()
         lines.append(f'    printf("\\"sizeof {struct}\\": %zu,\\n", sizeof({struct}));')
-        lines.append(f'    printf("\\"2.0 {struct}\\": %zu,\\n", (size_t)({size_2_0}));')
         for field, _ in ffi.typeof(struct).fields:
             lines.append(f'    printf("\\"offsetof {struct}.{field}\\": %zu,\\n", '
                          f"offsetof({struct}, {field}));")
@@ -79,6 +89,33 @@ def test_every_stop_reason_has_its_name() -> None:
     from adil.generation import _STOP_REASONS
 
     assert set(_STOP_REASONS) == set(STOP_REASONS.values())
+
+
+def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> None:
+    """Every ADIL_SIZE_2_<minor>_* of the header, as the binding computes it."""
+    assert set(LAST_FIELDS) == set(range(int(CONSTANTS["ADIL_ABI_MINOR"]) + 1))
+    assert LAST_FIELDS[1] == {"adil_component_info": "capabilities",
+                              "adil_run_stats": "grammar_ms"}
+    for minor, fields in LAST_FIELDS.items():
+        for struct in fields:
+            assert SIZES[minor][struct] == compiled[f"2.{minor} {struct}"], (minor, struct)
+            # a minor only appends: its size is past every field of the one before
+            if minor:
+                assert SIZES[minor][struct] > max(
+                    size.get(struct, 0) for m, size in SIZES.items() if m < minor)
+    assert SIZES[1]["adil_run_stats"] == ffi.sizeof("adil_run_stats")
+    assert SIZES[1]["adil_component_info"] == ffi.sizeof("adil_component_info")
+
+
+def test_engines_report_this_minor_and_their_capabilities() -> None:
+    for path, capabilities in ((adil.STUB_LIBRARY, ("grammar",)),
+                               (adil.ENGINE_LIBRARY, ("grammar", "logits"))):
+        library = open_library(path)
+        assert (library.abi_major, library.abi_minor) == (
+            CONSTANTS["ADIL_ABI_MAJOR"], CONSTANTS["ADIL_ABI_MINOR"])
+        assert library.capabilities == capabilities
+        assert library.has_fields("adil_component_info", 1)
+        assert library.has_fields("adil_run_stats", 1)
 
 
 def test_struct_layouts_and_2_0_sizes_are_the_headers(compiled: dict[str, float]) -> None:

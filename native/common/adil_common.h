@@ -52,10 +52,11 @@ adil_status adil_copy_params(void *dst, size_t dst_size, const void *src, size_t
  * a NULL dst or a struct_size smaller than `min_size`. */
 adil_status adil_copy_out(void *dst, const void *src, size_t src_size, size_t min_size, const char *what);
 
-/* Fills a component-info struct with this tree's struct sizes and ABI. */
+/* Fills a component-info struct with this tree's struct sizes and ABI;
+ * `capabilities` is the engine's comma-separated optional features (2.1). */
 void adil_component_fill(adil_component_info *info, uint32_t abi_major, uint32_t abi_minor,
                          uint32_t host_major_accepted, const char *engine_name, const char *engine_version,
-                         const char *backends, const char *cpu_features);
+                         const char *backends, const char *cpu_features, const char *capabilities);
 
 /* Checks a host against the major an engine accepts. */
 adil_status adil_check_host(const adil_host_info *host, uint32_t host_major_accepted);

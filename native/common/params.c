@@ -108,7 +108,7 @@ adil_status adil_copy_out(void *dst, const void *src, size_t src_size, size_t mi
 
 void adil_component_fill(adil_component_info *info, uint32_t abi_major, uint32_t abi_minor,
                          uint32_t host_major_accepted, const char *engine_name, const char *engine_version,
-                         const char *backends, const char *cpu_features) {
+                         const char *backends, const char *cpu_features, const char *capabilities) {
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     info->abi_major = abi_major;
@@ -126,6 +126,7 @@ void adil_component_fill(adil_component_info *info, uint32_t abi_major, uint32_t
     info->size_sampling_params = sizeof(adil_sampling_params);
     info->size_run_params = sizeof(adil_run_params);
     info->size_run_stats = sizeof(adil_run_stats);
+    info->capabilities = capabilities;
 }
 
 adil_status adil_check_host(const adil_host_info *host, uint32_t host_major_accepted) {

@@ -9,7 +9,7 @@
 
 /* Constant, built at compile time: the stub keeps no mutable global state. */
 static const adil_component_info stub_component = {
-    .struct_size = sizeof(adil_component_info),
+    .struct_size = STUB_SIZEOF_COMPONENT_INFO,
     .abi_major = STUB_ABI_MAJOR,
     .abi_minor = STUB_ABI_MINOR,
     .host_major_accepted = STUB_HOST_MAJOR_ACCEPTED,
@@ -24,7 +24,8 @@ static const adil_component_info stub_component = {
     .size_context_params = sizeof(adil_context_params) + STUB_SIZE_APPENDED,
     .size_sampling_params = sizeof(adil_sampling_params) + STUB_SIZE_APPENDED,
     .size_run_params = sizeof(adil_run_params) + STUB_SIZE_APPENDED - STUB_SIZE_SHORT,
-    .size_run_stats = sizeof(adil_run_stats) + STUB_SIZE_APPENDED,
+    .size_run_stats = STUB_SIZEOF_RUN_STATS + STUB_SIZE_APPENDED,
+    .capabilities = "grammar", /* no logits: the stub computes none */
 };
 
 ADIL_API uint32_t adil_abi_version(void) { return ADIL_MAKE_VERSION(STUB_ABI_MAJOR, STUB_ABI_MINOR); }

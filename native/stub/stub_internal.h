@@ -3,7 +3,10 @@
  *
  * Build-time variants (test-only, see CMakeLists.txt) change only what the
  * version handshake reports:
- *   STUB_ABI_MAJOR / STUB_ABI_MINOR   the ABI version reported (default 2.0)
+ *   STUB_ABI_MAJOR / STUB_ABI_MINOR   the ABI version reported (default adil.h's);
+ *                                     minor 0 also reports the 2.0 sizes of the
+ *                                     structs that 2.1 appended to, as a 2.0
+ *                                     engine does
  *   STUB_HOST_MAJOR_ACCEPTED          the host major accepted (default 2)
  *   STUB_SIZE_APPENDED                bytes added to every reported struct size,
  *                                     as a later minor that appended fields
@@ -33,6 +36,15 @@
 #endif
 #ifndef STUB_SIZE_SHORT
 #    define STUB_SIZE_SHORT 0
+#endif
+
+/* The sizes of the structs that 2.1 appended to, as the reported minor has them. */
+#if STUB_ABI_MINOR == 0
+#    define STUB_SIZEOF_COMPONENT_INFO ADIL_SIZE_2_0_COMPONENT_INFO
+#    define STUB_SIZEOF_RUN_STATS      ADIL_SIZE_2_0_RUN_STATS
+#else
+#    define STUB_SIZEOF_COMPONENT_INFO sizeof(adil_component_info)
+#    define STUB_SIZEOF_RUN_STATS      sizeof(adil_run_stats)
 #endif
 
 /* The byte-level vocabulary: ids 0..255 are bytes, then two specials. */

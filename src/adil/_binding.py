@@ -4,7 +4,9 @@ version-2 component check.  Policy lives in the modules above this one.
 Loading follows the rules at the top of adil.h: dlopen the file, read ``adil_abi_version()``
 before resolving any other symbol, then check every required symbol and the
 engine's struct sizes (adil.h's rule: each at least its 2.0 size, larger for
-a later minor that appended fields).  Anything wrong raises
+a later minor that appended fields).  A field a minor appended is read from an
+engine only when its minor is at least that one and the size it reports
+covers the field (:meth:`Library.has_fields`).  Anything wrong raises
 :class:`~adil.errors.ComponentRefusedError` naming the file, what was found
 and what was expected; the process never crashes and can load another
 engine afterwards.
@@ -16,13 +18,13 @@ import os
 import re
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
 import cffi
 
-from ._cdef import CDEF, CONSTANTS, LAST_2_0_FIELDS
+from ._cdef import CDEF, CONSTANTS, LAST_FIELDS
 from .errors import STATUS_CLASSES, AdilError, ComponentRefusedError, DeadlineError
 
 __all__ = [
@@ -84,15 +86,21 @@ STRUCT_SIZE_FIELDS: dict[str, str] = {
 }
 
 
-def _size_2_0(struct: str) -> int:
-    """adil.h's ADIL_SIZE_2_0_<STRUCT>: the offset of its last 2.0 field plus
-    that field's size."""
-    field = dict(ffi.typeof(struct).fields)[LAST_2_0_FIELDS[struct]]
+def _size_through(struct: str, name: str) -> int:
+    """adil.h's ADIL_SIZE_THROUGH(struct, name): the offset of the field plus
+    its size."""
+    field = dict(ffi.typeof(struct).fields)[name]
     return int(field.offset) + int(ffi.sizeof(field.type))
 
 
+# minor -> struct -> its size in that minor (adil.h's ADIL_SIZE_2_<minor>_*),
+# for the structs that minor appended to (minor 0: every struct).
+SIZES: dict[int, dict[str, int]] = {
+    minor: {struct: _size_through(struct, last) for struct, last in fields.items()}
+    for minor, fields in LAST_FIELDS.items()
+}
 # struct -> its 2.0 size: the least struct_size an engine may report or take.
-SIZES_2_0: dict[str, int] = {struct: _size_2_0(struct) for struct in LAST_2_0_FIELDS}
+SIZES_2_0: dict[str, int] = SIZES[0]
 
 _LIBRARY_NAMES = {"engine": "libadil_engine.so", "stub": "libadil_stub.so"}
 
@@ -127,6 +135,16 @@ class Library:
     engine_version: str
     backends: tuple[str, ...]
     cpu_features: tuple[str, ...]
+    capabilities: tuple[str, ...] = ()  # () for a 2.0 engine (no such field)
+    # struct -> the size the engine reports for it (adil_component_info: its struct_size).
+    sizes: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
+
+    def has_fields(self, struct: str, minor: int) -> bool:
+        """Whether this engine's `struct` holds the fields that `minor`
+        appended: its minor is at least that one and the size it reports
+        covers them (adil.h: a host reads an appended field only then)."""
+        least = SIZES.get(minor, {}).get(struct)
+        return least is not None and self.abi_minor >= minor and self.sizes.get(struct, 0) >= least
 
 
 _cache: dict[str, Library] = {}
@@ -193,12 +211,14 @@ def _check_component(path: str, lib: Any) -> Library:
     if (info.abi_major, info.abi_minor) != (major, minor):
         _refuse(path, f"component info saying ABI {info.abi_major}.{info.abi_minor}",
                 f"the ABI of adil_abi_version(), {major}.{minor}")
-    for field, struct in STRUCT_SIZE_FIELDS.items():
-        theirs, least = int(getattr(info, field)), SIZES_2_0[struct]
+    sizes = {"adil_component_info": int(info.struct_size)}
+    for name, struct in STRUCT_SIZE_FIELDS.items():
+        theirs, least = int(getattr(info, name)), SIZES_2_0[struct]
         if theirs < least:
             _refuse(path, f"sizeof({struct}) = {theirs}",
                     f"at least {least} (its 2.0 size; a later minor may append fields)")
-    return Library(
+        sizes[struct] = theirs
+    library = Library(
         path=path,
         lib=lib,
         abi_major=major,
@@ -208,7 +228,11 @@ def _check_component(path: str, lib: Any) -> Library:
         engine_version=_string(info.engine_version),
         backends=_list(info.backends),
         cpu_features=_list(info.cpu_features),
+        sizes=sizes,
     )
+    if not library.has_fields("adil_component_info", 1):
+        return library  # a 2.0 engine: no capabilities field to read
+    return replace(library, capabilities=_list(info.capabilities))
 
 
 def _has_symbol(lib: Any, name: str) -> bool:

@@ -41,6 +41,7 @@ def _info(args: argparse.Namespace) -> int:
         ("backends", ", ".join(info["backends"]) or "-"),
         ("CPU features", ", ".join(info["cpu_features"]) or "-"),
         ("kernels", info["kernels"] or "-"),
+        ("capabilities", ", ".join(info["capabilities"]) or "-"),
     ]
     width = max(len(k) for k, _ in rows)
     for key, value in rows:

@@ -60,6 +60,8 @@ class EngineInfo:
     backends: tuple[str, ...]
     cpu_features: tuple[str, ...]
     kernels: str = ""  # the kernel set that runs: scalar, avx2, avx512 ("" for the stub)
+    # Optional features of the engine, e.g. ("grammar", "logits"); () for a 2.0 engine.
+    capabilities: tuple[str, ...] = ()
 
     @property
     def abi(self) -> str:
@@ -107,6 +109,7 @@ class Engine:
             cpu_features=tuple(f for f in library.cpu_features if "=" not in f),
             kernels=next((f.split("=", 1)[1] for f in library.cpu_features
                           if f.startswith("kernels=")), ""),
+            capabilities=library.capabilities,
         )
 
     @classmethod

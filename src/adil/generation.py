@@ -59,6 +59,10 @@ class Stats:
     n_generated: int = 0
     prefill_ms: float = 0.0
     decode_ms: float = 0.0
+    # ABI 2.1 (0 from a 2.0 engine): tokens the grammar forced, and the time
+    # spent on token masks and advancing the grammar.
+    forced_tokens: int = 0
+    grammar_ms: float = 0.0
 
     @property
     def prefill_tokens_per_s(self) -> float:
@@ -218,6 +222,12 @@ class Generation(Iterator[Piece]):
             text, self._held = text[:-keep], text[-keep:]
         return text, False
 
+    def _stats_2_1(self, raw: Any) -> dict[str, Any]:
+        """The run stats fields of ABI 2.1, when the engine's struct has them."""
+        if not self._model._library.has_fields("adil_run_stats", 1):
+            return {}
+        return {"forced_tokens": int(raw.n_forced_tokens), "grammar_ms": float(raw.grammar_ms)}
+
     def _finish(self, status: int, stopped_by_string: bool) -> None:
         raw = ffi.new("adil_run_stats *")
         raw.struct_size = ffi.sizeof("adil_run_stats")
@@ -228,6 +238,7 @@ class Generation(Iterator[Piece]):
             n_generated=raw.n_generated,
             prefill_ms=raw.prefill_ms,
             decode_ms=raw.decode_ms,
+            **self._stats_2_1(raw),
         )
         self.cancel_acknowledged = bool(raw.cancel_acknowledged)
         self.stop_reason = "stop_sequence" if stopped_by_string else _STOP_REASONS.get(

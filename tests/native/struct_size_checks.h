@@ -10,7 +10,10 @@
  *   - into an out struct (model info, run stats) the engine writes nothing
  *     past struct_size (a canary after the 2.0 size stays) and past its own
  *     struct (a canary after a larger caller's struct stays), the first
- *     bytes agree with a plain call, and struct_size stays the caller's.
+ *     bytes agree with a plain call, and struct_size stays the caller's;
+ *   - the handshake (check_component): the engine is of adil.h's minor and
+ *     reports structs that hold every field of that minor, and the 2.1 size
+ *     macros are the size through the field 2.1 appended last.
  * Uses test_stub_api.h's CHECK_STATUS; include that first, after defining
  * _DEFAULT_SOURCE (for MAP_ANONYMOUS).
  */
@@ -251,9 +254,39 @@ static void check_run_stats(const stub_api *api, adil_context *ctx) {
     CHECK_ERROR_HAS(api, "struct_size expected at least");
     CHECK_STATUS(api, api->run_get_stats(run, out_prepare(&b, ADIL_SIZE_2_0_RUN_STATS)), ADIL_OK);
     out_check(&b, ADIL_SIZE_2_0_RUN_STATS, ADIL_SIZE_2_0_RUN_STATS, &plain);
+    /* a 2.1 caller's struct: the 2.1 fields are written, nothing past them */
+    CHECK_STATUS(api, api->run_get_stats(run, out_prepare(&b, ADIL_SIZE_2_1_RUN_STATS)), ADIL_OK);
+    out_check(&b, ADIL_SIZE_2_1_RUN_STATS, ADIL_SIZE_2_1_RUN_STATS, &plain);
     CHECK_STATUS(api, api->run_get_stats(run, out_prepare(&b, sizeof plain + 32)), ADIL_OK);
     out_check(&b, sizeof plain + 32, sizeof plain, &plain);
     api->run_free(run);
+}
+
+/* ---- the handshake ------------------------------------------------------- */
+
+_Static_assert(ADIL_SIZE_2_1_COMPONENT_INFO ==
+                   offsetof(adil_component_info, capabilities) + sizeof(const char *),
+               "ADIL_SIZE_2_1_COMPONENT_INFO ends at capabilities");
+_Static_assert(ADIL_SIZE_2_1_RUN_STATS == offsetof(adil_run_stats, grammar_ms) + sizeof(double),
+               "ADIL_SIZE_2_1_RUN_STATS ends at grammar_ms");
+_Static_assert(ADIL_SIZE_2_0_COMPONENT_INFO <= offsetof(adil_component_info, capabilities),
+               "2.1 appends capabilities after every 2.0 field");
+_Static_assert(ADIL_SIZE_2_0_RUN_STATS <= offsetof(adil_run_stats, n_forced_tokens),
+               "2.1 appends n_forced_tokens after every 2.0 field");
+
+/* The engine is of this header's minor; its structs hold the 2.1 fields and
+ * its capabilities are `capabilities`. */
+static inline void check_component(const stub_api *api, const char *capabilities) {
+    CHECK(api->abi_version() == ADIL_ABI_VERSION);
+    const adil_component_info *info = api->component();
+    if (info == NULL) {
+        test_failures++;
+        return;
+    }
+    CHECK(info->abi_major == ADIL_ABI_MAJOR && info->abi_minor == ADIL_ABI_MINOR);
+    CHECK(info->struct_size >= ADIL_SIZE_2_1_COMPONENT_INFO);
+    CHECK(info->size_run_stats >= ADIL_SIZE_2_1_RUN_STATS);
+    CHECK(info->capabilities != NULL && strcmp(info->capabilities, capabilities) == 0);
 }
 
 /* ---- all of it, on one engine and one model file -------------------------- */

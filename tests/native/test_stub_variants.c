@@ -2,9 +2,10 @@
  * test_stub_variants.c — the deliberately mismatched stub variants (built
  * with -DADIL_TEST_VARIANTS=ON next to libadil_stub.so) report what they are
  * meant to: ABI 1.0 and 3.0, a missing adil_run_step, a size_run_params 8
- * bytes smaller than 2.0, and a refusal of a major-2 host; and the one that is
- * to be accepted, a 2.1 handshake with 8 bytes appended to every struct, serves
- * a 2.0 host.  Variants that were not built are reported as skipped.
+ * bytes smaller than 2.0, and a refusal of a major-2 host; and the two that
+ * are to be accepted serve this host: a 2.2 handshake (a later minor) with
+ * 8 bytes appended to every struct, and a 2.0 handshake whose structs end
+ * before the 2.1 fields.  Variants that were not built are reported as skipped.
  */
 #include "test_stub_api.h"
 
@@ -68,7 +69,7 @@ static void test_missing_symbol(void) {
     CHECK(dlsym(handle, "adil_run_step") == NULL);
     CHECK(dlsym(handle, "adil_run_start") != NULL);
     uint32_t (*abi_version)(void) = (uint32_t (*)(void))dlsym(handle, "adil_abi_version");
-    CHECK(abi_version != NULL && abi_version() == ADIL_MAKE_VERSION(2, 0));
+    CHECK(abi_version != NULL && abi_version() == ADIL_ABI_VERSION);
     dlclose(handle);
 }
 
@@ -83,22 +84,46 @@ static void test_short_struct(void) {
     dlclose(handle);
 }
 
-/* Reports ABI 2.1 and every struct 8 bytes larger (appended fields); a 2.0
- * host opens it with its 2.0 structs and it generates. */
-static void test_abi2_1(void) {
+/* Reports ABI 2.2 and every struct 8 bytes larger (appended fields of a
+ * later minor); this host opens it with its own structs and it generates. */
+static void test_abi2_2(void) {
     char path[600];
-    if (!variant_path("abi2_1", path, sizeof path)) return;
+    if (!variant_path("abi2_2", path, sizeof path)) return;
     stub_api api;
     if (!stub_api_open(&api, path)) {
         test_failures++;
         return;
     }
     const adil_component_info *info = api.component();
-    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 1));
-    CHECK(info->abi_major == 2 && info->abi_minor == 1);
+    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 2));
+    CHECK(info->abi_major == 2 && info->abi_minor == 2);
     CHECK(info->size_run_params == sizeof(adil_run_params) + 8);
     CHECK(info->size_model_info == sizeof(adil_model_info) + 8);
     CHECK(info->size_host_info == sizeof(adil_host_info) + 8);
+    CHECK(info->size_run_stats == sizeof(adil_run_stats) + 8);
+    CHECK(info->struct_size >= ADIL_SIZE_2_1_COMPONENT_INFO);
+    CHECK(strcmp(info->capabilities, "grammar") == 0);
+    check_serves(&api);
+    stub_api_close(&api);
+}
+
+/* Reports ABI 2.0 and the 2.0 sizes of the structs 2.1 appended to, as an
+ * engine built before 2.1 does; a host reads no 2.1 field of it, and it
+ * serves. */
+static void test_abi2_0(void) {
+    char path[600];
+    if (!variant_path("abi2_0", path, sizeof path)) return;
+    stub_api api;
+    if (!stub_api_open(&api, path)) {
+        test_failures++;
+        return;
+    }
+    const adil_component_info *info = api.component();
+    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 0));
+    CHECK(info->abi_major == 2 && info->abi_minor == 0);
+    CHECK(info->struct_size == ADIL_SIZE_2_0_COMPONENT_INFO);
+    CHECK(info->size_run_stats == ADIL_SIZE_2_0_RUN_STATS);
+    CHECK(info->size_run_params == sizeof(adil_run_params));
     check_serves(&api);
     stub_api_close(&api);
 }
@@ -124,7 +149,8 @@ int main(void) {
     test_abi_versions();
     test_missing_symbol();
     test_short_struct();
-    test_abi2_1();
+    test_abi2_2();
+    test_abi2_0();
     test_refuses_host();
     /* The good stub still opens and serves after all of that. */
     stub_api api;

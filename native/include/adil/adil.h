@@ -29,6 +29,15 @@
  *        smaller than its 2.0 size, and accepts a larger one (a later minor
  *        that appended fields).  The engine's minor (adil_abi_version()) says
  *        which appended fields it knows.
+ *    A field appended in minor N has its own ADIL_SIZE_2_N_<STRUCT> (the size
+ *    through it).  A host reads an appended field of an engine-filled struct
+ *    only when the engine's minor is >= N and the struct_size (or size_*) the
+ *    engine reports covers that field; otherwise it treats the field as absent.
+ *
+ * Minor versions
+ *  - 2.0: the base ABI.
+ *  - 2.1: adil_component_info.capabilities (ADIL_SIZE_2_1_COMPONENT_INFO);
+ *    adil_run_stats.n_forced_tokens and .grammar_ms (ADIL_SIZE_2_1_RUN_STATS).
  *  - Params are passed by pointer, never by value.
  *  - Every function returns an adil_status (ADIL_OK == 0) unless stated
  *    otherwise.  On failure a message for the calling thread is available from
@@ -72,11 +81,11 @@ extern "C" {
  * ===================================================================== */
 
 /* The size of `type` up to and including `field`: a struct's size in the
- * minor whose last field `field` was (ADIL_SIZE_2_0_* below each struct). */
+ * minor whose last field `field` was (ADIL_SIZE_2_<minor>_* below each struct). */
 #define ADIL_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
 #define ADIL_ABI_MAJOR 2
-#define ADIL_ABI_MINOR 0
+#define ADIL_ABI_MINOR 1
 /* Packs and unpacks the (major << 16) | minor form of adil_abi_version(). */
 #define ADIL_MAKE_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor) & 0xFFFFu))
 #define ADIL_VERSION_MAJOR(v)           (((uint32_t)(v)) >> 16)
@@ -180,9 +189,12 @@ typedef struct adil_component_info {
     uint32_t size_sampling_params;
     uint32_t size_run_params;
     uint32_t size_run_stats;
+    /* 2.1 */
+    const char *capabilities; /* comma-separated optional features this engine has, e.g. "grammar,logits" */
 } adil_component_info;
 
 #define ADIL_SIZE_2_0_COMPONENT_INFO ADIL_SIZE_THROUGH(adil_component_info, size_run_stats)
+#define ADIL_SIZE_2_1_COMPONENT_INFO ADIL_SIZE_THROUGH(adil_component_info, capabilities)
 
 typedef struct adil_host_info {
     uint32_t struct_size;
@@ -440,9 +452,14 @@ typedef struct adil_run_stats {
     uint32_t cancel_acknowledged; /* non-zero: a cancel was seen, even if the answer was still returned */
     double prefill_ms;            /* evaluating the prompt and choosing the first token */
     double decode_ms;             /* the steps that made the other n_generated - 1 tokens */
+    /* 2.1 */
+    uint32_t n_forced_tokens; /* output tokens the grammar forced (appended without sampling,
+                                 evaluated as a batch) */
+    double grammar_ms;        /* time spent computing token masks and advancing the grammar */
 } adil_run_stats;
 
 #define ADIL_SIZE_2_0_RUN_STATS ADIL_SIZE_THROUGH(adil_run_stats, decode_ms)
+#define ADIL_SIZE_2_1_RUN_STATS ADIL_SIZE_THROUGH(adil_run_stats, grammar_ms)
 
 /* Starts a generation that continues `prompt` on `ctx`.  The context keeps
  * the longest common prefix of its cache and evaluates the rest (prefill
