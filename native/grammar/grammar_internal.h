@@ -1,0 +1,193 @@
+/*
+ * grammar_internal.h — what the files of native/grammar share: the compiled
+ * schema (a tree of nodes), the matcher's frames, and the vocab index.
+ *
+ * The matcher is a pushdown automaton over bytes.  Its stack is a chain of
+ * immutable frames in an arena (each frame names its parent by index), so a
+ * state is one index and advancing a byte copies at most the top frames:
+ * the mask walk over the vocabulary's byte trie keeps one state per trie
+ * depth and throws the deeper frames away when it backtracks.
+ */
+#ifndef ADIL_GRAMMAR_INTERNAL_H
+#define ADIL_GRAMMAR_INTERNAL_H
+
+#include "grammar.h"
+
+#define GRAMMAR_NONE      UINT32_MAX
+#define GRAMMAR_MAX_EXACT 9007199254740991LL /* 2^53 - 1 */
+
+/* ---- compiled schema ------------------------------------------------------ */
+
+typedef enum node_kind {
+    NODE_ANY,      /* any JSON value (dispatches on its first byte) */
+    NODE_OBJECT,   /* props[a .. a+b), required mask, additional */
+    NODE_ARRAY,    /* item node a, min/max items */
+    NODE_STRING,   /* min/max code points */
+    NODE_INTEGER,  /* imin .. imax */
+    NODE_NUMBER,   /* min .. max (doubles), integers or decimals */
+    NODE_LITERALS, /* canonical texts lits[a .. a+b), sorted */
+    NODE_UNION,    /* type list: children kids[a .. a+b), told apart by their first byte */
+    NODE_TOOLCALL  /* {"name":N,"arguments":<tools[a+i]>}, tools sorted by name */
+} node_kind;
+
+typedef struct gnode {
+    node_kind kind;
+    uint32_t a, b;
+    uint32_t min_len, max_len; /* STRING: code points; ARRAY: items */
+    bool additional;           /* OBJECT: other keys allowed */
+    uint64_t required;         /* OBJECT: bit i = props[a+i] is required */
+    int64_t imin, imax;        /* INTEGER; NUMBER: the integer texts' range */
+    double min, max;           /* NUMBER (clamped to ±(2^53-1)) */
+} gnode;
+
+/* A byte string in the grammar's pool. */
+typedef struct gtext {
+    uint32_t off, len;
+} gtext;
+
+/* An object property: its key as canonical JSON string content (escaped,
+ * without the quotes), and the schema of its value. */
+typedef struct gprop {
+    gtext key;
+    uint32_t value;
+} gprop;
+
+struct adil_grammar {
+    const grammar_vocab *vocab;
+    gnode *nodes;
+    uint32_t n_nodes, cap_nodes;
+    gprop *props;
+    uint32_t n_props, cap_props;
+    gtext *lits;        /* LITERALS texts; TOOLCALL names ("\"name\"" with quotes) */
+    uint32_t *lit_kids; /* parallel to lits: a TOOLCALL name's argument node */
+    uint32_t n_lits, cap_lits, cap_lit_kids;
+    uint32_t *kids; /* UNION children */
+    uint32_t n_kids, cap_kids;
+    uint8_t *pool;
+    uint32_t pool_len, pool_cap;
+    uint32_t root;
+    /* Shared nodes of "any value". */
+    uint32_t any;
+    /* Lazy mode: trigger and end strings (pool), KMP failure table of the
+     * trigger, and per KMP state the tokens that complete the trigger. */
+    bool lazy;
+    gtext trigger, end;
+    uint8_t kmp[64];
+    uint32_t *trig_tokens[64];
+    uint32_t n_trig_tokens[64];
+};
+
+/* ---- frames ------------------------------------------------------------------ */
+
+typedef enum frame_type {
+    FR_ROOT,  /* the whole output: lazy free text, leading whitespace, the document */
+    FR_VALUE, /* a value of node `node` */
+    FR_KEY,   /* an object key (node = the object's node) */
+    FR_LIST   /* a seen additional key: x = its hash, parent = the next one */
+} frame_type;
+
+/* Phases the matcher's files share (feed.c owns the rest). */
+enum { R_FREE, R_LEAD, R_DOC, R_TRAIL, R_DONE }; /* FR_ROOT */
+enum { S_START, S_BODY };                        /* NODE_STRING */
+#define KEY_GENERIC 1u                           /* FR_KEY flags: the key may still be an additional one */
+
+/* A JSON string lexer's state (value strings and keys). */
+typedef struct strlex {
+    uint8_t esc;    /* ESC_* below */
+    uint8_t need;   /* UTF-8 continuation bytes still due */
+    uint8_t lo, hi; /* range of the next continuation byte */
+    uint16_t acc;   /* \u digits so far */
+    uint16_t high;  /* a high surrogate waiting for its low half (0: none) */
+} strlex;
+
+typedef struct frame {
+    uint32_t parent;
+    uint32_t node;
+    uint8_t type, phase, ws, flags;
+    uint32_t count; /* items, code points, or a position in a text */
+    uint32_t lo, hi;
+    uint64_t x;
+    uint32_t y, depth;
+    strlex s;
+} frame;
+
+/* The arena frames live in; states are indices into it. */
+typedef struct arena {
+    frame *f;
+    uint32_t len, cap;
+    bool failed; /* an allocation failed: every later feed refuses */
+} arena;
+
+typedef struct feeder {
+    const adil_grammar *g;
+    arena *a;
+} feeder;
+
+/* Advances state *top over byte b; false (state unspecified) when refused. */
+bool grammar_feed(const feeder *fd, uint32_t *top, uint8_t b);
+
+/* The root frame of a new matcher (lazy: in free text). */
+uint32_t grammar_start(const feeder *fd, uint32_t node, bool lazy);
+
+grammar_position grammar_position_of(const feeder *fd, uint32_t top);
+
+/* Copies the state `top` (its chain and what it refers to) into `scratch`,
+ * then swaps the two arenas: the garbage of earlier states goes.  Returns
+ * the new top. */
+uint32_t grammar_compact_with(const adil_grammar *g, arena *a, uint32_t top, arena *scratch);
+
+/* ---- vocab index ------------------------------------------------------------ */
+
+struct grammar_vocab {
+    uint32_t n;
+    uint8_t *kind;
+    uint32_t *off, *len;
+    uint8_t *bytes;
+    /* The byte trie of TEXT tokens in preorder: node i holds byte t_byte[i]
+     * at depth t_depth[i] (1-based); its subtree ends before t_end[i]; the
+     * tokens spelled by it are t_ids[t_tok[i] .. t_tok[i] + t_ntok[i]). */
+    uint32_t n_nodes;
+    uint8_t *t_byte, *t_depth;
+    uint32_t *t_end, *t_tok;
+    uint16_t *t_ntok;
+    uint32_t *t_ids;
+    uint32_t *end_ids; /* END tokens */
+    uint32_t n_end;
+    uint32_t words; /* mask words */
+    /* Inside a string: the tokens of plain string text (no quote, backslash or
+     * control byte; valid UTF-8 from a character start), by code points:
+     * plain_upto[c] holds those of at most c code points (c <= PLAIN_BUCKETS),
+     * plain_all all of them. */
+    uint32_t *plain_all;
+    uint32_t *plain_upto[17];
+    uint32_t *long_plain; /* plain tokens of more than 16 code points */
+    uint32_t n_long_plain;
+    uint8_t *cp; /* code points of each plain token / of a special token's plain prefix */
+    /* Tokens of plain text then a quote or a backslash (the rest must be fed). */
+    uint32_t *special;
+    uint32_t n_special;
+    uint32_t *special_suffix; /* per special token: its suffix class */
+    uint32_t *suffix_tok;     /* per suffix class: one token that has it */
+    uint32_t *suffix_at;      /* per suffix class: where the suffix starts in that token */
+    uint32_t n_suffix;
+};
+
+#define PLAIN_BUCKETS 16
+
+static inline bool mask_test(const uint32_t *mask, uint32_t id) { return (mask[id >> 5] >> (id & 31)) & 1u; }
+static inline void mask_set(uint32_t *mask, uint32_t id) { mask[id >> 5] |= 1u << (id & 31); }
+static inline void mask_clear(uint32_t *mask, uint32_t id) { mask[id >> 5] &= ~(1u << (id & 31)); }
+
+/* Canonical JSON text (json.dumps(v, separators=(",", ":"),
+ * ensure_ascii=False)) of `value` (source text `src`) appended to the
+ * grammar's pool; false when the value has no such text within the
+ * exact-number rule (a number out of range). */
+struct adil_json;
+bool grammar_canonical(adil_grammar *g, const char *src, const struct adil_json *value, gtext *out);
+/* The canonical JSON string of s[0 .. len) in the pool, with or without
+ * its quotes (false: out of memory). */
+bool grammar_string_text(adil_grammar *g, const char *s, size_t len, bool quotes, gtext *out);
+/* Appends bytes to the pool (false: out of memory). */
+bool grammar_pool_add(adil_grammar *g, const void *bytes, size_t len, gtext *out);
+
+#endif /* ADIL_GRAMMAR_INTERNAL_H */

@@ -1,0 +1,242 @@
+/*
+ * matcher.c — one run's position in a grammar: accepting tokens, the forced
+ * continuation, and the mask of allowed tokens.
+ *
+ * A mask is computed one of three ways:
+ *   - free text (lazy mode, before the trigger): every token, except those
+ *     that complete the trigger and then break the document (only the
+ *     grammar's short list of trigger-completing tokens is fed);
+ *   - inside a string (between characters): the vocab's precomputed set of
+ *     plain-text tokens (by code points left, when a maxLength is near), and
+ *     the tokens of plain text then a quote or backslash fed once per suffix
+ *     class (or one by one when a length bound or a key's identity depends on
+ *     the plain part);
+ *   - anywhere else: a walk over the vocab's byte trie, one state per depth,
+ *     skipping every subtree whose first byte is refused.
+ */
+#include "grammar_internal.h"
+#include "strlex.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct grammar_matcher {
+    const adil_grammar *g;
+    arena a, spare;
+    uint32_t top;
+    uint32_t st[GRAMMAR_MAX_TOKEN_BYTES + 1], mark[GRAMMAR_MAX_TOKEN_BYTES + 1];
+    uint8_t *suffix_ok;
+};
+
+adil_status grammar_matcher_new(const adil_grammar *g, grammar_matcher **out) {
+    if (out) *out = NULL;
+    if (!g || !out)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "grammar_matcher_new: grammar and out are required");
+    grammar_matcher *m = calloc(1, sizeof *m);
+    if (!m) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "grammar_matcher_new: out of memory");
+    m->g = g;
+    m->suffix_ok = malloc(g->vocab->n_suffix + 1);
+    const feeder fd = {g, &m->a};
+    m->top = m->suffix_ok ? grammar_start(&fd, g->root, g->lazy) : GRAMMAR_NONE;
+    if (m->top == GRAMMAR_NONE) {
+        grammar_matcher_free(m);
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "grammar_matcher_new: out of memory");
+    }
+    *out = m;
+    return ADIL_OK;
+}
+
+void grammar_matcher_free(grammar_matcher *m) {
+    if (!m) return;
+    free(m->a.f);
+    free(m->spare.f);
+    free(m->suffix_ok);
+    free(m);
+}
+
+static feeder feeder_of(grammar_matcher *m) { return (feeder){m->g, &m->a}; }
+
+grammar_position grammar_matcher_position(const grammar_matcher *m) {
+    const feeder fd = {m->g, (arena *)&m->a};
+    return grammar_position_of(&fd, m->top);
+}
+
+/* Feeds bytes from state s on scratch frames (dropped afterwards). */
+static bool feeds(grammar_matcher *m, uint32_t s, const uint8_t *bytes, uint32_t len) {
+    const feeder fd = feeder_of(m);
+    const uint32_t base = m->a.len;
+    bool ok = true;
+    for (uint32_t i = 0; ok && i < len; i++) ok = grammar_feed(&fd, &s, bytes[i]);
+    m->a.len = base;
+    m->a.failed = false;
+    return ok;
+}
+
+static const uint8_t *token_bytes(const grammar_vocab *v, uint32_t id) { return v->bytes + v->off[id]; }
+
+/* ---- accepting ---------------------------------------------------------------------- */
+
+static void commit(grammar_matcher *m, uint32_t s) {
+    const uint32_t t = grammar_compact_with(m->g, &m->a, s, &m->spare);
+    if (t != GRAMMAR_NONE) m->top = t;
+}
+
+static bool in_free_text(const grammar_matcher *m) {
+    const frame *f = &m->a.f[m->top];
+    return f->type == FR_ROOT && f->phase == R_FREE;
+}
+
+bool grammar_matcher_accept_token(grammar_matcher *m, int32_t token, size_t *bad_byte) {
+    const grammar_vocab *v = m->g->vocab;
+    if (bad_byte) *bad_byte = 0;
+    if (token < 0 || (uint32_t)token >= v->n) return false;
+    const uint32_t id = (uint32_t)token;
+    if (v->kind[id] != GRAMMAR_TOKEN_TEXT) {
+        const bool ok = in_free_text(m) ||
+                        (v->kind[id] == GRAMMAR_TOKEN_END && grammar_matcher_position(m) != GRAMMAR_OPEN);
+        if (!ok && bad_byte) *bad_byte = v->len[id];
+        return ok;
+    }
+    const feeder fd = feeder_of(m);
+    const uint32_t base = m->a.len;
+    uint32_t s = m->top;
+    for (uint32_t i = 0; i < v->len[id]; i++) {
+        if (!grammar_feed(&fd, &s, token_bytes(v, id)[i])) {
+            m->a.len = base;
+            m->a.failed = false;
+            if (bad_byte) *bad_byte = i;
+            return false;
+        }
+    }
+    commit(m, s);
+    return true;
+}
+
+bool grammar_matcher_accept_bytes(grammar_matcher *m, const uint8_t *bytes, size_t n, size_t *bad_byte) {
+    const feeder fd = feeder_of(m);
+    uint32_t s = m->top;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t next = s;
+        if (!grammar_feed(&fd, &next, bytes[i])) {
+            if (bad_byte) *bad_byte = i;
+            commit(m, s);
+            return false;
+        }
+        s = next;
+    }
+    commit(m, s);
+    return true;
+}
+
+/* ---- forced bytes ---------------------------------------------------------------------- */
+
+static bool is_ws(uint8_t b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r'; }
+
+/* The one non-whitespace byte that may follow state s, or -1. */
+static int only_byte(grammar_matcher *m, uint32_t s) {
+    int only = -1;
+    for (int b = 0; b < 256; b++) {
+        const uint8_t byte = (uint8_t)b;
+        if (is_ws(byte) || !feeds(m, s, &byte, 1)) continue;
+        if (only >= 0) return -1;
+        only = b;
+    }
+    return only;
+}
+
+size_t grammar_matcher_forced(const grammar_matcher *cm, uint8_t *buf, size_t capacity) {
+    grammar_matcher *m = (grammar_matcher *)cm; /* scratch frames only; the state is unchanged */
+    const feeder fd = feeder_of(m);
+    const uint32_t base = m->a.len;
+    uint32_t s = m->top;
+    size_t n = 0;
+    while (n < capacity && grammar_position_of(&fd, s) == GRAMMAR_OPEN) {
+        const int b = only_byte(m, s);
+        if (b < 0 || !grammar_feed(&fd, &s, (uint8_t)b)) break;
+        buf[n++] = (uint8_t)b;
+    }
+    m->a.len = base;
+    m->a.failed = false;
+    return n;
+}
+
+/* ---- masks --------------------------------------------------------------------------- */
+
+static void free_text_mask(grammar_matcher *m, uint32_t *mask) {
+    const grammar_vocab *v = m->g->vocab;
+    memset(mask, 0xFF, v->words * sizeof *mask);
+    if (v->n % 32) mask[v->words - 1] = (1u << (v->n % 32)) - 1;
+    const uint32_t j = m->a.f[m->top].count;
+    for (uint32_t k = 0; k < m->g->n_trig_tokens[j]; k++) {
+        const uint32_t id = m->g->trig_tokens[j][k];
+        if (!feeds(m, m->top, token_bytes(v, id), v->len[id])) mask_clear(mask, id);
+    }
+}
+
+/* The string fast path; false when the state is not between characters of
+ * a string (or a key that may still be an additional one). */
+static bool string_mask(grammar_matcher *m, uint32_t *mask) {
+    const grammar_vocab *v = m->g->vocab;
+    const frame *f = &m->a.f[m->top];
+    const gnode *n = &m->g->nodes[f->node];
+    const bool key = f->type == FR_KEY;
+    if (key ? !(f->flags & KEY_GENERIC)
+            : (f->type != FR_VALUE || n->kind != NODE_STRING || f->phase != S_BODY))
+        return false;
+    if (!lex_clean(&f->s)) return false;
+    const uint32_t left = key ? UINT32_MAX : n->max_len - f->count;
+    const uint32_t *plain =
+        left > 255 ? v->plain_all : v->plain_upto[left < PLAIN_BUCKETS ? left : PLAIN_BUCKETS];
+    memcpy(mask, plain, v->words * sizeof *mask);
+    for (uint32_t k = 0; left > PLAIN_BUCKETS && left <= 255 && k < v->n_long_plain; k++)
+        if (v->cp[v->long_plain[k]] <= left) mask_set(mask, v->long_plain[k]);
+    const bool by_class = !key && n->min_len <= f->count && n->max_len == UINT32_MAX;
+    for (uint32_t c = 0; by_class && c < v->n_suffix; c++) {
+        const uint32_t id = v->suffix_tok[c], at = v->suffix_at[c];
+        m->suffix_ok[c] = feeds(m, m->top, token_bytes(v, id) + at, v->len[id] - at);
+    }
+    for (uint32_t k = 0; k < v->n_special; k++) {
+        const uint32_t id = v->special[k];
+        const bool ok =
+            by_class ? m->suffix_ok[v->special_suffix[k]] : feeds(m, m->top, token_bytes(v, id), v->len[id]);
+        if (ok) mask_set(mask, id);
+    }
+    return true;
+}
+
+static void trie_mask(grammar_matcher *m, uint32_t *mask) {
+    const grammar_vocab *v = m->g->vocab;
+    const feeder fd = feeder_of(m);
+    m->st[0] = m->top;
+    m->mark[0] = m->a.len;
+    for (uint32_t i = 0; i < v->n_nodes;) {
+        const uint32_t d = v->t_depth[i];
+        m->a.len = m->mark[d - 1];
+        uint32_t s = m->st[d - 1];
+        if (!grammar_feed(&fd, &s, v->t_byte[i])) {
+            i = v->t_end[i];
+            continue;
+        }
+        m->st[d] = s;
+        m->mark[d] = m->a.len;
+        for (uint32_t k = 0; k < v->t_ntok[i]; k++) mask_set(mask, v->t_ids[v->t_tok[i] + k]);
+        i++;
+    }
+    m->a.len = m->mark[0];
+    m->a.failed = false;
+}
+
+size_t grammar_matcher_mask(grammar_matcher *m, uint32_t *mask) {
+    const grammar_vocab *v = m->g->vocab;
+    const grammar_position pos = grammar_matcher_position(m);
+    if (in_free_text(m)) {
+        free_text_mask(m, mask);
+    } else {
+        memset(mask, 0, v->words * sizeof *mask);
+        if (pos != GRAMMAR_DONE && !string_mask(m, mask)) trie_mask(m, mask);
+        for (uint32_t k = 0; pos != GRAMMAR_OPEN && k < v->n_end; k++) mask_set(mask, v->end_ids[k]);
+    }
+    size_t count = 0;
+    for (uint32_t w = 0; w < v->words; w++) count += (size_t)__builtin_popcount(mask[w]);
+    return count;
+}

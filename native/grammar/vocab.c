@@ -1,0 +1,256 @@
+/*
+ * vocab.c — a model's vocabulary indexed for masks (grammar_internal.h):
+ * the byte trie of TEXT tokens in preorder (a subtree is a contiguous run of
+ * nodes, so a refused byte skips it in one jump), and the sets the string
+ * fast path needs: the tokens of plain string text by code-point count, and
+ * the tokens of plain text followed by a quote or backslash, grouped by
+ * what follows the plain part (their "suffix class").
+ */
+#include "grammar_internal.h"
+#include "strlex.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define OOM(what) adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "grammar_vocab_new: out of memory (%s)", what)
+
+/* ---- sorting token ids (bottom-up merge sort; no global state) ---------------------- */
+
+typedef struct sort_key {
+    const grammar_vocab *v;
+    const uint32_t *from; /* NULL: whole tokens; else where each token's suffix starts */
+} sort_key;
+
+static int compare(const sort_key *k, uint32_t a, uint32_t b) {
+    const grammar_vocab *v = k->v;
+    const uint32_t sa = k->from ? k->from[a] : 0, sb = k->from ? k->from[b] : 0;
+    const uint32_t la = v->len[a] - sa, lb = v->len[b] - sb;
+    const int r = memcmp(v->bytes + v->off[a] + sa, v->bytes + v->off[b] + sb, la < lb ? la : lb);
+    if (r) return r;
+    if (la != lb) return la < lb ? -1 : 1;
+    return (a > b) - (a < b);
+}
+
+static void sort_ids(uint32_t *ids, uint32_t *tmp, uint32_t n, const sort_key *k) {
+    for (uint32_t width = 1; width < n; width *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * width) {
+            const uint32_t mid = lo + width < n ? lo + width : n,
+                           hi = lo + 2 * width < n ? lo + 2 * width : n;
+            uint32_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) tmp[o++] = compare(k, ids[i], ids[j]) <= 0 ? ids[i++] : ids[j++];
+            while (i < mid) tmp[o++] = ids[i++];
+            while (j < hi) tmp[o++] = ids[j++];
+        }
+        memcpy(ids, tmp, n * sizeof *ids);
+    }
+}
+
+/* ---- the trie ---------------------------------------------------------------------- */
+
+static uint32_t lcp(const grammar_vocab *v, uint32_t a, uint32_t b) {
+    const uint32_t n = v->len[a] < v->len[b] ? v->len[a] : v->len[b];
+    uint32_t i = 0;
+    while (i < n && v->bytes[v->off[a] + i] == v->bytes[v->off[b] + i]) i++;
+    return i;
+}
+
+static adil_status build_trie(grammar_vocab *v, const uint32_t *sorted, uint32_t n_text, size_t total) {
+    v->t_byte = malloc(total + 1);
+    v->t_depth = malloc(total + 1);
+    v->t_end = malloc((total + 1) * sizeof *v->t_end);
+    v->t_tok = malloc((total + 1) * sizeof *v->t_tok);
+    v->t_ntok = calloc(total + 1, sizeof *v->t_ntok);
+    v->t_ids = malloc((n_text + 1) * sizeof *v->t_ids);
+    if (!v->t_byte || !v->t_depth || !v->t_end || !v->t_tok || !v->t_ntok || !v->t_ids) return OOM("trie");
+    uint32_t open[GRAMMAR_MAX_TOKEN_BYTES + 1], depth = 0, n = 0;
+    for (uint32_t k = 0; k < n_text; k++) {
+        const uint32_t id = sorted[k], len = v->len[id];
+        const uint32_t shared = k ? lcp(v, sorted[k - 1], id) : 0;
+        for (; depth > shared; depth--) v->t_end[open[depth]] = n;
+        for (uint32_t d = shared + 1; d <= len; d++) {
+            v->t_byte[n] = v->bytes[v->off[id] + d - 1];
+            v->t_depth[n] = (uint8_t)d;
+            open[d] = n++;
+        }
+        depth = len;
+        const uint32_t node = open[len];
+        if (v->t_ntok[node] == 0) v->t_tok[node] = k;
+        if (v->t_ntok[node] < UINT16_MAX) v->t_ntok[node]++;
+        v->t_ids[k] = id;
+    }
+    for (; depth > 0; depth--) v->t_end[open[depth]] = n;
+    v->n_nodes = n;
+    return ADIL_OK;
+}
+
+/* ---- string text ------------------------------------------------------------------ */
+
+enum { PIECE_INVALID, PIECE_PLAIN, PIECE_SPECIAL };
+
+/* What a token is inside a string, from a character boundary: plain text
+ * (its code points in *cp), plain text then a quote or backslash at *at, or
+ * never valid there. */
+static int classify(const grammar_vocab *v, uint32_t id, uint32_t *cp, uint32_t *at) {
+    strlex s = {0};
+    *cp = 0;
+    for (uint32_t i = 0; i < v->len[id]; i++) {
+        const uint8_t b = v->bytes[v->off[id] + i];
+        if (s.need == 0 && (b == '"' || b == '\\')) {
+            *at = i;
+            return PIECE_SPECIAL;
+        }
+        const lex_result r = lex_byte(&s, b, true);
+        if (r == LEX_REJECT) return PIECE_INVALID;
+        if (r == LEX_CHAR) ++*cp;
+    }
+    return PIECE_PLAIN;
+}
+
+static uint32_t *new_mask(const grammar_vocab *v) {
+    return calloc(v->words ? v->words : 1, sizeof(uint32_t));
+}
+
+static adil_status build_plain(grammar_vocab *v, uint32_t *at) {
+    v->plain_all = new_mask(v);
+    v->cp = calloc(v->n, 1);
+    v->special = malloc(v->n * sizeof *v->special);
+    v->long_plain = malloc(v->n * sizeof *v->long_plain);
+    if (!v->plain_all || !v->cp || !v->special || !v->long_plain) return OOM("string sets");
+    for (uint32_t c = 0; c <= PLAIN_BUCKETS; c++)
+        if (!(v->plain_upto[c] = new_mask(v))) return OOM("string sets");
+    for (uint32_t id = 0; id < v->n; id++) {
+        if (v->kind[id] != GRAMMAR_TOKEN_TEXT) continue;
+        uint32_t cp = 0;
+        const int kind = classify(v, id, &cp, &at[id]);
+        v->cp[id] = (uint8_t)(cp > 255 ? 255 : cp);
+        if (kind == PIECE_SPECIAL) {
+            v->special[v->n_special++] = id;
+        } else if (kind == PIECE_PLAIN) {
+            mask_set(v->plain_all, id);
+            for (uint32_t c = cp; c <= PLAIN_BUCKETS; c++) mask_set(v->plain_upto[c], id);
+            if (cp > PLAIN_BUCKETS) v->long_plain[v->n_long_plain++] = id;
+        }
+    }
+    return ADIL_OK;
+}
+
+/* Suffix classes: special tokens sorted by what follows their plain part. */
+static adil_status build_suffixes(grammar_vocab *v, const uint32_t *at) {
+    const uint32_t n = v->n_special;
+    uint32_t *order = malloc((n + 1) * sizeof *order), *tmp = malloc((n + 1) * sizeof *tmp);
+    v->special_suffix = malloc((n + 1) * sizeof *v->special_suffix);
+    v->suffix_tok = malloc((n + 1) * sizeof *v->suffix_tok);
+    v->suffix_at = malloc((n + 1) * sizeof *v->suffix_at);
+    uint32_t *slot = malloc((size_t)v->n * sizeof *slot);
+    adil_status st = ADIL_OK;
+    if (!order || !tmp || !v->special_suffix || !v->suffix_tok || !v->suffix_at || !slot)
+        st = OOM("suffixes");
+    if (st == ADIL_OK) {
+        for (uint32_t k = 0; k < n; k++) {
+            order[k] = v->special[k];
+            slot[v->special[k]] = k;
+        }
+        const sort_key key = {v, at};
+        sort_ids(order, tmp, n, &key);
+        for (uint32_t k = 0; k < n; k++) {
+            const uint32_t id = order[k];
+            const uint32_t prev = k ? order[k - 1] : 0;
+            const bool same = k && v->len[id] - at[id] == v->len[prev] - at[prev] &&
+                              !memcmp(v->bytes + v->off[id] + at[id], v->bytes + v->off[prev] + at[prev],
+                                      v->len[id] - at[id]);
+            if (!same) {
+                v->suffix_tok[v->n_suffix] = id;
+                v->suffix_at[v->n_suffix++] = at[id];
+            }
+            v->special_suffix[slot[id]] = v->n_suffix - 1;
+        }
+    }
+    free(order);
+    free(tmp);
+    free(slot);
+    return st;
+}
+
+/* ---- building ------------------------------------------------------------------------ */
+
+static adil_status copy_tokens(grammar_vocab *v, const grammar_token *tokens, size_t *total) {
+    size_t bytes = 0;
+    for (uint32_t i = 0; i < v->n; i++) bytes += tokens[i].bytes ? tokens[i].len : 0;
+    v->kind = malloc(v->n);
+    v->off = malloc(v->n * sizeof *v->off);
+    v->len = malloc(v->n * sizeof *v->len);
+    v->bytes = malloc(bytes + 1);
+    if (!v->kind || !v->off || !v->len || !v->bytes || bytes > UINT32_MAX) return OOM("tokens");
+    size_t at = 0;
+    *total = 0;
+    for (uint32_t i = 0; i < v->n; i++) {
+        const grammar_token *t = &tokens[i];
+        const uint32_t len = t->bytes ? t->len : 0;
+        v->kind[i] = (uint8_t)t->kind;
+        if (t->kind == GRAMMAR_TOKEN_TEXT && (len == 0 || len > GRAMMAR_MAX_TOKEN_BYTES))
+            v->kind[i] = GRAMMAR_TOKEN_CONTROL;
+        if (t->kind > GRAMMAR_TOKEN_END) v->kind[i] = GRAMMAR_TOKEN_CONTROL;
+        v->off[i] = (uint32_t)at;
+        v->len[i] = len;
+        if (len) memcpy(v->bytes + at, t->bytes, len);
+        at += len;
+        if (v->kind[i] == GRAMMAR_TOKEN_TEXT) *total += len;
+        if (v->kind[i] == GRAMMAR_TOKEN_END) v->n_end++;
+    }
+    return ADIL_OK;
+}
+
+static adil_status index_tokens(grammar_vocab *v, size_t total) {
+    uint32_t *sorted = malloc((v->n + 1) * sizeof *sorted), *tmp = malloc((v->n + 1) * sizeof *tmp);
+    uint32_t *at = calloc(v->n, sizeof *at);
+    v->end_ids = malloc((v->n_end + 1) * sizeof *v->end_ids);
+    adil_status st = sorted && tmp && at && v->end_ids ? ADIL_OK : OOM("index");
+    uint32_t n_text = 0, n_end = 0;
+    for (uint32_t i = 0; st == ADIL_OK && i < v->n; i++) {
+        if (v->kind[i] == GRAMMAR_TOKEN_TEXT) sorted[n_text++] = i;
+        if (v->kind[i] == GRAMMAR_TOKEN_END) v->end_ids[n_end++] = i;
+    }
+    if (st == ADIL_OK) {
+        const sort_key key = {v, NULL};
+        sort_ids(sorted, tmp, n_text, &key);
+        st = build_trie(v, sorted, n_text, total);
+    }
+    if (st == ADIL_OK) st = build_plain(v, at);
+    if (st == ADIL_OK) st = build_suffixes(v, at);
+    free(sorted);
+    free(tmp);
+    free(at);
+    return st;
+}
+
+adil_status grammar_vocab_new(const grammar_token *tokens, uint32_t n_tokens, grammar_vocab **out) {
+    if (out) *out = NULL;
+    if (!tokens || !out || n_tokens == 0 || n_tokens > (1u << 24))
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "grammar_vocab_new: expected 1 to 2^24 tokens, got %u",
+                         n_tokens);
+    grammar_vocab *v = calloc(1, sizeof *v);
+    if (!v) return OOM("vocab");
+    v->n = n_tokens;
+    v->words = (n_tokens + 31) / 32;
+    size_t total = 0;
+    adil_status st = copy_tokens(v, tokens, &total);
+    if (st == ADIL_OK) st = index_tokens(v, total);
+    if (st != ADIL_OK) {
+        grammar_vocab_free(v);
+        return st;
+    }
+    *out = v;
+    return ADIL_OK;
+}
+
+void grammar_vocab_free(grammar_vocab *v) {
+    if (!v) return;
+    void *all[] = {v->kind,       v->off,   v->len,     v->bytes,          v->t_byte,     v->t_depth,
+                   v->t_end,      v->t_tok, v->t_ntok,  v->t_ids,          v->end_ids,    v->plain_all,
+                   v->long_plain, v->cp,    v->special, v->special_suffix, v->suffix_tok, v->suffix_at};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+    for (int c = 0; c <= PLAIN_BUCKETS; c++) free(v->plain_upto[c]);
+    free(v);
+}
+
+uint32_t grammar_vocab_size(const grammar_vocab *v) { return v ? v->n : 0; }
