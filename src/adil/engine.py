@@ -11,7 +11,6 @@ alive, and ``Engine.close()`` closes the engine's models first.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import weakref
@@ -29,6 +28,7 @@ from ._validate import c_text, milliseconds, path_bytes, text_bytes, token_ids, 
 from .cancel import CancelToken
 from .chat import DEFAULT_TIMEOUT as CHAT_TIMEOUT
 from .chat import render_chat
+from .constraints import GRAMMAR, Constraint
 from .errors import (
     BusyError,
     CapabilityError,
@@ -39,6 +39,7 @@ from .errors import (
 )
 from .generation import Completion, Generation
 from .sampling import Sampling
+from .structured import OutputSchema, output_schema
 from .timeouts import Deadline, Timeout
 
 __all__ = ["Engine", "EngineInfo", "Model", "ModelInfo"]
@@ -282,6 +283,12 @@ class Model:
     def n_vocab(self) -> int:
         return self._info.n_vocab
 
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """The optional features of the model's engine (``EngineInfo.capabilities``):
+        ``grammar`` when it takes ``schema=`` and ``constraint=``."""
+        return self.engine.info.capabilities
+
     def ready(self) -> bool:
         """True when the model can serve a generation now."""
         with self._calls:
@@ -380,23 +387,34 @@ class Model:
         *,
         max_tokens: int = 256,
         sampling: Sampling | None = None,
-        schema: dict[str, Any] | None = None,
+        schema: Any = None,
         timeout: Timeout | None = None,
         cancel: CancelToken | None = None,
         stop: str | Sequence[str] = (),
         n: int = 1,
         images: Sequence[Any] | None = None,
         ignore_eos: bool = False,
+        constraint: Constraint | None = None,
     ) -> Generation:
         """Starts a generation and returns its stream of pieces.
 
+        ``schema`` (structured output, see :mod:`adil.structured`): a dict
+        in the schema subset, or a dataclass, TypedDict or pydantic model
+        class; the engine's grammar keeps the output a valid document, and
+        once the stream ends ``value`` holds it, read and validated (an
+        instance of the type).  ``constraint``: a grammar of
+        :mod:`adil.constraints` taken as it is (the agent's tool calls);
+        no value is read.
+
         Raises BusyError, ModelNotReadyError, ContextLengthError,
-        CapabilityError (n != 1, images, schema without grammar support),
-        InvalidArgumentError at once; DeadlineError (``limit`` read or
-        total) while streaming.  ``ignore_eos`` keeps generating past
-        end-of-text (benchmarks).  Ctrl-C while it runs cancels the run
-        within a layer's time (prefill included) and raises
-        KeyboardInterrupt; the model stays usable."""
+        CapabilityError (n != 1, images, schema or constraint without grammar
+        support), ToolSchemaError (a schema outside the subset, with
+        ``.location``), InvalidArgumentError at once; DeadlineError
+        (``limit`` read or total) and OutputValidationError (output invalid,
+        not matching the schema or truncated) while streaming.
+        ``ignore_eos`` keeps generating past end-of-text (benchmarks).
+        Ctrl-C while it runs cancels the run within a layer's time (prefill
+        included) and raises KeyboardInterrupt; the model stays usable."""
         if n != 1:
             raise CapabilityError(f"this engine produces one choice per request; n={n} asked")
         if images:
@@ -407,8 +425,18 @@ class Model:
             raise InvalidArgumentError(f"sampling must be an adil.Sampling, got {sampling!r}")
         if timeout is not None and not isinstance(timeout, Timeout):
             raise InvalidArgumentError(f"timeout must be an adil.Timeout, got {timeout!r}")
-        if schema is not None and not isinstance(schema, dict):
-            raise InvalidArgumentError(f"schema must be a dict, got {type(schema).__name__}")
+        output = None if schema is None else output_schema(schema)
+        if output is not None and constraint is not None:
+            raise InvalidArgumentError("give schema or constraint, not both")
+        if constraint is not None and not isinstance(constraint, Constraint):
+            raise InvalidArgumentError(
+                f"constraint must be an adil.constraints.Constraint, got {constraint!r}")
+        constraint = output.constraint if output is not None else constraint
+        if constraint is not None and GRAMMAR not in self.capabilities:
+            raise CapabilityError(
+                f"the engine {self.engine.info.engine_name} has no grammar support (its "
+                f"capabilities: {', '.join(self.capabilities) or 'none'}): it cannot constrain "
+                "its output to a schema")
         if cancel is not None and (not isinstance(cancel, CancelToken)
                                    or cancel.library is not self._library):
             raise InvalidArgumentError("cancel must be a CancelToken of this model's engine")
@@ -418,15 +446,15 @@ class Model:
                                 limit="total")
         ids = self.tokenize(prompt) if isinstance(prompt, (str, bytes)) else token_ids(
             "prompt", prompt)
-        return self._start(ids, max_tokens, sampling or Sampling(), schema, timeout, cancel,
-                           stops, ignore_eos)
+        return self._start(ids, max_tokens, sampling or Sampling(), _Output(constraint, output),
+                           timeout, cancel, stops, ignore_eos)
 
     def _start(
         self,
         ids: npt.NDArray[np.int32],
         max_tokens: int,
         sampling: Sampling,
-        schema: dict[str, Any] | None,
+        output: _Output,
         timeout: Timeout,
         cancel: CancelToken | None,
         stop: tuple[str, ...],
@@ -439,8 +467,8 @@ class Model:
         params.max_tokens = max_tokens
         params.sampling = c_sampling = sampling.to_c(lib)
         keep.append(c_sampling)
-        if schema is not None:
-            grammar = self._compile_grammar(schema)
+        if output.constraint is not None:
+            grammar = self._compile_grammar(output.constraint)
             params.grammar = grammar
             keep.append(grammar)
         if cancel is not None:
@@ -460,7 +488,8 @@ class Model:
                 self._require_context(), ffi.cast("int32_t *", ids.ctypes.data), len(ids),
                 params, self._run_out))
             generation = Generation(self, self._run_out[0], self._run_serial, self.token_bytes,
-                                    stop)
+                                    stop, constraint=output.constraint, schema=output.schema,
+                                    max_tokens=max_tokens)
             self._run_owner = weakref.ref(generation)
         return generation
 
@@ -492,11 +521,12 @@ class Model:
             self._run_owner = None
             self._run_keep = []
 
-    def _compile_grammar(self, schema: dict[str, Any]) -> Any:
-        try:
-            text = json.dumps(schema, allow_nan=False).encode("utf-8")
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise InvalidArgumentError(f"schema is not JSON: {exc}") from exc
+    def _compile_grammar(self, constraint: Constraint) -> Any:
+        """The engine's compiled grammar of `constraint` (freed by the
+        garbage collector); generate() calls it, adil.bench times it.
+        CapabilityError or InvalidArgumentError naming the JSON Pointer of
+        what the engine's compiler refuses."""
+        text = constraint.text.encode("utf-8")
         out = ffi.new("adil_grammar **")
         with self._calls:
             check(self._lib, self._lib.adil_grammar_compile(
@@ -568,6 +598,14 @@ class Model:
 
     def __repr__(self) -> str:
         return f"<adil.Model {self.path!r}>"
+
+
+@dataclass(frozen=True)
+class _Output:
+    """What constrains a run's output, and how its value is read (schema)."""
+
+    constraint: Constraint | None = None
+    schema: OutputSchema | None = None
 
 
 def _free_model_out(lib: Any, engine_handle: Any) -> Callable[[Any], None]:

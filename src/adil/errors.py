@@ -9,7 +9,7 @@ stable ``code``; branch on the class or the code, never on the message::
     ├── ModelNotReadyError         model_not_ready
     ├── ContextLengthError         context_length_exceeded
     ├── CapabilityError            unsupported_capability
-    ├── OutputValidationError      output_validation_failed  (.location)
+    ├── OutputValidationError      output_validation_failed  (.location, .text)
     ├── BusyError                  busy
     ├── PermissionDeniedError      permission_denied
     ├── ComponentRefusedError      library_refused | host_refused
@@ -129,13 +129,18 @@ class CapabilityError(AdilError):
 
 
 class OutputValidationError(AdilError):
-    """Structured output was invalid JSON, broke the schema, or was truncated."""
+    """Structured output or a tool call was invalid JSON, broke the schema,
+    or was truncated.  ``location``: the JSON Pointer of the value at fault
+    (None when unknown); ``text``: the output generated so far when a
+    generation raised it (None otherwise)."""
 
     code = "output_validation_failed"
 
-    def __init__(self, message: str = "", *, location: str | None = None, **kw: object) -> None:
+    def __init__(self, message: str = "", *, location: str | None = None,
+                 text: str | None = None, **kw: object) -> None:
         super().__init__(message, **kw)  # type: ignore[arg-type]
         self.location = location
+        self.text = text
 
 
 class BusyError(AdilError):

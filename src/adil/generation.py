@@ -18,10 +18,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._binding import STATUSES, STOP_REASONS, check, ffi
-from .errors import AdilError, BusyError
+from .errors import AdilError, BusyError, InvalidArgumentError, OutputValidationError
+from .structured import prefix_location
 
 if TYPE_CHECKING:
+    from .constraints import Constraint
     from .engine import Model
+    from .structured import OutputSchema
 
 __all__ = ["Completion", "Generation", "Piece", "Stats"]
 
@@ -78,22 +81,29 @@ class Stats:
 
 @dataclass(frozen=True)
 class Completion:
-    """A finished generation: the generated part only."""
+    """A finished generation: the generated part only.  ``value``: with a
+    schema, the document read and validated (an instance of the schema's
+    type when it is one); None without a schema."""
 
     text: str
     tokens: tuple[int, ...]
     stop_reason: str
     stats: Stats
     cancel_acknowledged: bool = False
+    value: Any = None
 
 
 class Generation(Iterator[Piece]):
     """An iterator of :class:`Piece`; after it ends, ``text``, ``tokens``,
-    ``stop_reason``, ``stats`` and ``cancel_acknowledged`` describe it.
+    ``stop_reason``, ``stats``, ``cancel_acknowledged`` and (with a schema)
+    ``value`` describe it.
 
     Stop reasons: ``end_of_text``, ``max_tokens``, ``stop_sequence``,
     ``cancelled``.  An expired deadline raises :class:`DeadlineError` after
-    the pieces produced before it.
+    the pieces produced before it; so does :class:`OutputValidationError`
+    for constrained output the engine refused or that was truncated, or
+    (with a schema) a document that does not read or validate (``.location``,
+    and ``.text``: the text generated).
 
     Threads: one thread reads it at a time (another gets BusyError);
     ``cancel()`` and ``close()`` may come from any thread — ``close()``
@@ -106,6 +116,10 @@ class Generation(Iterator[Piece]):
         serial: int,
         token_bytes: Callable[[int], bytes],
         stop: Sequence[str],
+        *,
+        constraint: Constraint | None = None,
+        schema: OutputSchema | None = None,
+        max_tokens: int = 0,
     ) -> None:
         self._lib = model._lib
         self._model = model  # owns the run's slot, the context and the call lock
@@ -121,6 +135,12 @@ class Generation(Iterator[Piece]):
         self._stepped = False  # the first step (the prefill) has run
         self._held = ""  # text held back: it may be the start of a stop string
         self._pending_error: AdilError | None = None
+        self._constraint = constraint
+        self._schema = schema
+        self._max_tokens = max_tokens
+        self._raw_stop = STOP_REASONS["ADIL_STOP_NONE"]
+        self._value: Any = None
+        self._capacity = STEP_CAPACITY  # tokens per step (adil.bench steps one at a time)
         # Appended per step and joined when read: += on a str or tuple
         # attribute copies it, which made long outputs quadratic.
         self._text_parts: list[str] = []
@@ -140,6 +160,16 @@ class Generation(Iterator[Piece]):
     def tokens(self) -> tuple[int, ...]:
         """The tokens generated so far."""
         return tuple(self._token_list)
+
+    @property
+    def value(self) -> Any:
+        """With a schema: the document, read and validated, once the stream
+        has ended (None when it ended without one: cancelled, or it raised).
+        Without a schema: None.  InvalidArgumentError while a schema'd
+        stream is still going."""
+        if self._schema is not None and self.stop_reason == "running":
+            raise InvalidArgumentError("the value is known once the generation has ended")
+        return self._value
 
     @property
     def is_open(self) -> bool:
@@ -189,8 +219,8 @@ class Generation(Iterator[Piece]):
         returns; the interrupt is delivered once the step is taken."""
         first, self._stepped = not self._stepped, True
         if first and _sigint_is_python_handled():
-            return _step_interruptibly(self._lib, run, self._buffer, self._n_out)
-        return self._lib.adil_run_step(run, self._buffer, STEP_CAPACITY, self._n_out), None
+            return _step_interruptibly(self._lib, run, self._buffer, self._capacity, self._n_out)
+        return self._lib.adil_run_step(run, self._buffer, self._capacity, self._n_out), None
 
     def _take(self, status: int) -> Piece | None:
         tokens = tuple(int(t) for t in self._buffer[0 : self._n_out[0]])
@@ -207,6 +237,8 @@ class Generation(Iterator[Piece]):
             self._finish(status, stopped_by_string)
         if text:
             self._text_parts.append(text)
+        if finished:
+            self._read_output()
         return Piece(text, tokens) if (text or tokens) else None
 
     def _apply_stop(self, text: str) -> tuple[str, bool]:
@@ -228,11 +260,15 @@ class Generation(Iterator[Piece]):
             return {}
         return {"forced_tokens": int(raw.n_forced_tokens), "grammar_ms": float(raw.grammar_ms)}
 
-    def _finish(self, status: int, stopped_by_string: bool) -> None:
+    def _read_stats(self) -> Any:
+        """The run's adil_run_stats so far (the run must be live)."""
         raw = ffi.new("adil_run_stats *")
         raw.struct_size = ffi.sizeof("adil_run_stats")
         check(self._lib, self._lib.adil_run_get_stats(self._run, raw))
-        self.stats = Stats(
+        return raw
+
+    def _stats_of(self, raw: Any) -> Stats:
+        return Stats(
             n_prompt_tokens=raw.n_prompt_tokens,
             n_cached_tokens=raw.n_cached_tokens,
             n_generated=raw.n_generated,
@@ -240,6 +276,19 @@ class Generation(Iterator[Piece]):
             decode_ms=raw.decode_ms,
             **self._stats_2_1(raw),
         )
+
+    def live_stats(self) -> Stats:
+        """The stats so far: read from the engine while the run is live, the
+        final ones once it ended (adil.bench reads them after every step)."""
+        with self._calls:
+            if not self.is_open:
+                return self.stats
+            return self._stats_of(self._read_stats())
+
+    def _finish(self, status: int, stopped_by_string: bool) -> None:
+        raw = self._read_stats()
+        self.stats = self._stats_of(raw)
+        self._raw_stop = int(raw.stop_reason)
         self.cancel_acknowledged = bool(raw.cancel_acknowledged)
         self.stop_reason = "stop_sequence" if stopped_by_string else _STOP_REASONS.get(
             raw.stop_reason, "error")
@@ -249,6 +298,45 @@ class Generation(Iterator[Piece]):
                 check(self._lib, status, stop_reason=raw.stop_reason)
             except AdilError as error:
                 self._pending_error = error.with_traceback(None)
+
+    # -- constrained output ---------------------------------------------
+    def _read_output(self) -> None:
+        """Once the run ended: an OutputValidationError of the engine gets
+        its location and text; with a schema, the document is read into
+        ``value`` (or becomes the pending error)."""
+        error = self._pending_error
+        if isinstance(error, OutputValidationError) and self._constraint is not None:
+            self._pending_error = self._refused(error)
+            return
+        if self._schema is None or error is not None or self.stop_reason in (
+                "cancelled", "deadline", "running"):
+            return
+        text = self.text
+        try:
+            self._value = self._schema.read(text)
+        except OutputValidationError as exc:
+            if self.stop_reason != "max_tokens":
+                self._pending_error = exc
+                return
+            self._pending_error = OutputValidationError(
+                f"the output was truncated by max_tokens={self._max_tokens} before the document "
+                f"was complete ({exc})", location=prefix_location(text), text=text)
+
+    def _refused(self, error: OutputValidationError) -> OutputValidationError:
+        """The engine ended the run: its grammar refused what came next, or
+        the run stopped (max_tokens) before the document was complete."""
+        text = self.text
+        trigger = self._constraint.trigger if self._constraint is not None else None
+        document = text.rpartition(trigger)[2] if trigger else text
+        location = prefix_location(document)
+        truncated = (self._raw_stop == STOP_REASONS["ADIL_STOP_MAX_TOKENS"]
+                     or "truncat" in error.message.lower()
+                     or 0 < self._max_tokens <= len(self._token_list))
+        what = (f"the output was truncated by max_tokens={self._max_tokens} before the document "
+                "was complete" if truncated else "the engine refused the output")
+        return OutputValidationError(
+            f"{what} (at {location or 'the top level'!s} after {len(text)} characters): "
+            f"{error.message}", location=location, text=text)
 
     # -- lifetime -------------------------------------------------------
     def close(self) -> None:
@@ -283,7 +371,7 @@ class Generation(Iterator[Piece]):
         for _ in self:
             pass
         return Completion(self.text, self.tokens, self.stop_reason, self.stats,
-                          self.cancel_acknowledged)
+                          self.cancel_acknowledged, self._value)
 
 
 def _sigint_is_python_handled() -> bool:
@@ -293,7 +381,7 @@ def _sigint_is_python_handled() -> bool:
             and callable(signal.getsignal(signal.SIGINT)))
 
 
-def _step_interruptibly(lib: Any, run: Any, buffer: Any,
+def _step_interruptibly(lib: Any, run: Any, buffer: Any, capacity: int,
                         n_out: Any) -> tuple[int, Callable[[], None] | None]:
     """adil_run_step on a helper thread; SIGINT meanwhile cancels the run.
     Returns the status and, if SIGINT came, a function that hands it to the
@@ -307,7 +395,7 @@ def _step_interruptibly(lib: Any, run: Any, buffer: Any,
         lib.adil_run_cancel(run)
 
     worker = threading.Thread(
-        target=lambda: status.append(lib.adil_run_step(run, buffer, STEP_CAPACITY, n_out)),
+        target=lambda: status.append(lib.adil_run_step(run, buffer, capacity, n_out)),
         name="adil-step", daemon=True)
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:

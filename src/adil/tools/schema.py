@@ -10,7 +10,9 @@ Supported keywords: ``type`` (a name or a list of names), ``properties``,
 ``required``, ``additionalProperties`` (a boolean), ``items`` (one schema),
 ``enum``, ``const``, ``description``, ``title``, ``minimum``/``maximum``,
 ``minLength``/``maxLength``, ``minItems``/``maxItems``.  Every schema needs
-``type``, ``enum`` or ``const``.  Schemas nest at most
+``type``, ``enum`` or ``const``, except in structured output
+(``check_schema(..., any_value=True)``), where a schema with none of them
+(``{}``, or only ``description``/``title``) stands for any JSON value.  Schemas nest at most
 :data:`~.depth.MAX_DEPTH` (64) levels, and so do ``enum``/``const`` values;
 a schema that contains itself (a Python dict or list inside itself) is
 refused as a cycle: without ``$ref`` a schema is a finite tree.  An object schema without
@@ -153,14 +155,18 @@ _VALUE_CHECKS: dict[str, Callable[[Any, str], None]] = {
 KEYWORDS = frozenset(_VALUE_CHECKS) | {"properties", "required", "items"}
 
 
-def check_schema(schema: Any, *, root_object: bool = True) -> list[str]:
+def check_schema(schema: Any, *, root_object: bool = True, any_value: bool = False) -> list[str]:
     """Checks `schema` against the subset; raises :class:`ToolSchemaError`
     at the first keyword outside it.  Returns the JSON Pointers of the object
     schemas that lack ``additionalProperties`` (for a warning).
 
-    With `root_object` (tool parameters), the top level must be an object."""
+    With `root_object` (tool parameters), the top level must be an object.
+    With `any_value` (structured output), a schema without ``type``,
+    ``enum`` or ``const`` stands for any JSON value; it may then carry only
+    ``description`` and ``title`` (the grammar and the validator must read
+    it the same way)."""
     open_objects: list[str] = []
-    _walk(schema, "", open_objects, 1, frozenset())
+    _walk(schema, "", open_objects, 1, frozenset(), any_value)
     if root_object and _types(schema) != {"object"}:
         raise ToolSchemaError(
             'tool parameters must be a schema of "type": "object"', location=join("", "type")
@@ -176,7 +182,7 @@ def _types(schema: dict[str, Any]) -> set[str]:
 
 
 def _walk(schema: Any, where: str, open_objects: list[str], depth: int,
-          path: frozenset[int]) -> None:
+          path: frozenset[int], any_value: bool) -> None:
     """Checks one schema `depth` levels deep; `path`: the ids of the schemas
     that enclose it (a schema among them is a cycle)."""
     if not isinstance(schema, dict):
@@ -201,18 +207,31 @@ def _walk(schema: Any, where: str, open_objects: list[str], depth: int,
         if check is not None:
             check(value, join(where, key))
     if not {"type", "enum", "const"} & schema.keys():
+        _check_any_value(schema, where, any_value)
+        return
+    _check_ranges(schema, where)
+    _walk_object(schema, where, open_objects, depth, inner, any_value)
+    if "items" in schema:
+        _walk(schema["items"], join(where, "items"), open_objects, depth + 1, inner, any_value)
+
+
+def _check_any_value(schema: dict[str, Any], where: str, any_value: bool) -> None:
+    """A schema without type, enum or const: any value, where allowed."""
+    if not any_value:
         raise ToolSchemaError(
             "a schema needs type, enum or const (the grammar cannot constrain any value)",
             location=where,
         )
-    _check_ranges(schema, where)
-    _walk_object(schema, where, open_objects, depth, inner)
-    if "items" in schema:
-        _walk(schema["items"], join(where, "items"), open_objects, depth + 1, inner)
+    other = sorted(set(schema) - {"description", "title"})
+    if other:
+        raise ToolSchemaError(
+            f"a schema without type, enum or const stands for any value; {other[0]!r} needs "
+            "a type beside it", location=join(where, other[0]),
+        )
 
 
 def _walk_object(schema: dict[str, Any], where: str, open_objects: list[str], depth: int,
-                 path: frozenset[int]) -> None:
+                 path: frozenset[int], any_value: bool) -> None:
     properties = schema.get("properties", {})
     if not isinstance(properties, dict):
         raise ToolSchemaError(
@@ -224,7 +243,7 @@ def _walk_object(schema: dict[str, Any], where: str, open_objects: list[str], de
             raise ToolSchemaError(f"property names are strings, got {name!r}",
                                   location=join(where, "properties"))
         _check_unicode(name, join(where, "properties"))
-        _walk(sub, join(where, "properties", name), open_objects, depth + 1, path)
+        _walk(sub, join(where, "properties", name), open_objects, depth + 1, path, any_value)
     required = schema.get("required", [])
     if not isinstance(required, list):
         raise ToolSchemaError(
