@@ -24,7 +24,7 @@ enum { A_START, A_FIRST, A_ITEM, A_AFTER, A_COMMA };
 
 /* ---- the arena ----------------------------------------------------------------- */
 
-static uint32_t push(const feeder *fd, const frame *f) {
+uint32_t grammar_push(const feeder *fd, const frame *f) {
     arena *a = fd->a;
     if (a->len == a->cap) {
         uint32_t cap = a->cap ? a->cap * 2 : 256;
@@ -48,13 +48,13 @@ static inline bool is_ws(uint8_t b) { return b == ' ' || b == '\n' || b == '\t' 
 static int take_ws(const feeder *fd, uint32_t *top, frame *f) {
     if (f->ws >= GRAMMAR_MAX_WS) return REJECT;
     f->ws++;
-    *top = push(fd, f);
+    *top = grammar_push(fd, f);
     return CONSUMED;
 }
 
 static int replace(const feeder *fd, uint32_t *top, frame *f) {
     f->ws = 0;
-    *top = push(fd, f);
+    *top = grammar_push(fd, f);
     return CONSUMED;
 }
 
@@ -64,7 +64,7 @@ static int replace(const feeder *fd, uint32_t *top, frame *f) {
 static int start_child(const feeder *fd, uint32_t *top, uint32_t node) {
     const frame *parent = at(fd, *top);
     frame c = {.parent = *top, .node = node, .type = FR_VALUE, .depth = parent->depth};
-    *top = push(fd, &c);
+    *top = grammar_push(fd, &c);
     return AGAIN;
 }
 
@@ -89,7 +89,7 @@ static void child_done(const feeder *fd, uint32_t *top, const frame *child) {
             p.x |= 1ull << child->y;
         } else {
             frame item = {.parent = p.y, .type = FR_LIST, .x = child->x};
-            p.y = push(fd, &item);
+            p.y = grammar_push(fd, &item);
         }
     } else {
         switch (node_of(fd, &p)->kind) {
@@ -105,7 +105,7 @@ static void child_done(const feeder *fd, uint32_t *top, const frame *child) {
             break; /* TOOLCALL: the step after the arguments */
         }
     }
-    *top = push(fd, &p);
+    *top = grammar_push(fd, &p);
 }
 
 /* ---- objects --------------------------------------------------------------------- */
@@ -123,7 +123,7 @@ static int open_key(const feeder *fd, uint32_t *top, frame *f) {
     replace(fd, top, f);
     frame k = {.parent = *top, .node = f->node, .type = FR_KEY, .hi = n->b, .x = 1469598103934665603ull};
     k.flags = n->additional ? KEY_GENERIC : 0;
-    *top = push(fd, &k);
+    *top = grammar_push(fd, &k);
     return CONSUMED;
 }
 
@@ -438,7 +438,7 @@ static int step_union(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
         const uint32_t kid = fd->g->kids[n->a + i];
         if (starts(fd, kid, b)) {
             f->node = kid;
-            *top = push(fd, f);
+            *top = grammar_push(fd, f);
             return AGAIN;
         }
     }
@@ -521,7 +521,7 @@ bool grammar_feed(const feeder *fd, uint32_t *top, uint8_t b) {
 
 uint32_t grammar_start(const feeder *fd, uint32_t node, bool lazy) {
     frame root = {.parent = GRAMMAR_NONE, .node = node, .type = FR_ROOT, .phase = lazy ? R_FREE : R_LEAD};
-    return push(fd, &root);
+    return grammar_push(fd, &root);
 }
 
 grammar_position grammar_position_of(const feeder *fd, uint32_t top) {
@@ -550,7 +550,7 @@ static uint32_t copy_chain(const feeder *from, const feeder *to, uint32_t i) {
     f.parent = copy_chain(from, to, f.parent);
     if (f.type == FR_VALUE && from->g->nodes[f.node].kind == NODE_OBJECT && f.phase != O_START)
         f.y = copy_chain(from, to, f.y);
-    return push(to, &f);
+    return grammar_push(to, &f);
 }
 
 uint32_t grammar_compact_with(const adil_grammar *g, arena *a, uint32_t top, arena *scratch) {

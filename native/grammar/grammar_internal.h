@@ -123,6 +123,9 @@ typedef struct feeder {
     arena *a;
 } feeder;
 
+/* Appends a frame; its index, or GRAMMAR_NONE (and a->failed) when out of memory. */
+uint32_t grammar_push(const feeder *fd, const frame *f);
+
 /* Advances state *top over byte b; false (state unspecified) when refused. */
 bool grammar_feed(const feeder *fd, uint32_t *top, uint8_t b);
 
@@ -169,6 +172,8 @@ struct grammar_vocab {
     uint32_t *special_suffix; /* per special token: its suffix class */
     uint32_t *suffix_tok;     /* per suffix class: one token that has it */
     uint32_t *suffix_at;      /* per suffix class: where the suffix starts in that token */
+    uint8_t *suffix_closes;   /* per suffix class: it closes the string */
+    uint8_t *suffix_cp;       /* per suffix class: code points it adds before closing (at most 255) */
     uint32_t n_suffix;
 };
 

@@ -173,6 +173,36 @@ static void free_text_mask(grammar_matcher *m, uint32_t *mask) {
     }
 }
 
+/* The state of `top` with its string's length raised to `count`, where
+ * only the closing quote depends on it (see string_mask). */
+static uint32_t with_count(grammar_matcher *m, uint32_t count) {
+    frame f = m->a.f[m->top];
+    if (f.count >= count) return m->top;
+    f.count = count;
+    const feeder fd = feeder_of(m);
+    return grammar_push(&fd, &f);
+}
+
+/* Which suffix classes are valid (suffix_ok), each fed once from the state
+ * with its length raised to minLength (so a quote may close): a token's own
+ * length after its plain part is then checked against the bounds (see
+ * string_mask); the rest of a suffix does not depend on the length. */
+static void suffix_classes(grammar_matcher *m, const gnode *n) {
+    const grammar_vocab *v = m->g->vocab;
+    const uint32_t from = with_count(m, n->min_len);
+    for (uint32_t c = 0; c < v->n_suffix; c++) {
+        const uint32_t id = v->suffix_tok[c], at = v->suffix_at[c];
+        m->suffix_ok[c] = from != GRAMMAR_NONE && feeds(m, from, token_bytes(v, id) + at, v->len[id] - at);
+    }
+}
+
+/* A special token (plain text, then its suffix class c) by its class. */
+static bool special_ok(const grammar_matcher *m, const gnode *n, uint32_t length, uint32_t c) {
+    const grammar_vocab *v = m->g->vocab;
+    const uint64_t end = (uint64_t)length + v->suffix_cp[c];
+    return m->suffix_ok[c] && end <= n->max_len && (!v->suffix_closes[c] || end >= n->min_len);
+}
+
 /* The string fast path; false when the state is not between characters of
  * a string (or a key that may still be an additional one). */
 static bool string_mask(grammar_matcher *m, uint32_t *mask) {
@@ -184,21 +214,20 @@ static bool string_mask(grammar_matcher *m, uint32_t *mask) {
             : (f->type != FR_VALUE || n->kind != NODE_STRING || f->phase != S_BODY))
         return false;
     if (!lex_clean(&f->s)) return false;
-    const uint32_t left = key ? UINT32_MAX : n->max_len - f->count;
+    const uint32_t count = f->count, left = key ? UINT32_MAX : n->max_len - count;
     const uint32_t *plain =
         left > 255 ? v->plain_all : v->plain_upto[left < PLAIN_BUCKETS ? left : PLAIN_BUCKETS];
     memcpy(mask, plain, v->words * sizeof *mask);
     for (uint32_t k = 0; left > PLAIN_BUCKETS && left <= 255 && k < v->n_long_plain; k++)
         if (v->cp[v->long_plain[k]] <= left) mask_set(mask, v->long_plain[k]);
-    const bool by_class = !key && n->min_len <= f->count && n->max_len == UINT32_MAX;
-    for (uint32_t c = 0; by_class && c < v->n_suffix; c++) {
-        const uint32_t id = v->suffix_tok[c], at = v->suffix_at[c];
-        m->suffix_ok[c] = feeds(m, m->top, token_bytes(v, id) + at, v->len[id] - at);
-    }
+    if (!key) suffix_classes(m, n);
     for (uint32_t k = 0; k < v->n_special; k++) {
         const uint32_t id = v->special[k];
-        const bool ok =
-            by_class ? m->suffix_ok[v->special_suffix[k]] : feeds(m, m->top, token_bytes(v, id), v->len[id]);
+        const uint32_t length = count + v->cp[id]; /* the string's length after the plain part */
+        /* Keys (their identity depends on the plain part) and tokens still
+         * short of minLength (the raised state is stricter) are fed whole. */
+        const bool ok = key || length < n->min_len ? feeds(m, m->top, token_bytes(v, id), v->len[id])
+                                                   : special_ok(m, n, length, v->special_suffix[k]);
         if (ok) mask_set(mask, id);
     }
     return true;
@@ -229,6 +258,7 @@ static void trie_mask(grammar_matcher *m, uint32_t *mask) {
 size_t grammar_matcher_mask(grammar_matcher *m, uint32_t *mask) {
     const grammar_vocab *v = m->g->vocab;
     const grammar_position pos = grammar_matcher_position(m);
+    const uint32_t base = m->a.len;
     if (in_free_text(m)) {
         free_text_mask(m, mask);
     } else {
@@ -236,6 +266,8 @@ size_t grammar_matcher_mask(grammar_matcher *m, uint32_t *mask) {
         if (pos != GRAMMAR_DONE && !string_mask(m, mask)) trie_mask(m, mask);
         for (uint32_t k = 0; pos != GRAMMAR_OPEN && k < v->n_end; k++) mask_set(mask, v->end_ids[k]);
     }
+    m->a.len = base;
+    m->a.failed = false;
     size_t count = 0;
     for (uint32_t w = 0; w < v->words; w++) count += (size_t)__builtin_popcount(mask[w]);
     return count;

@@ -134,6 +134,20 @@ static adil_status build_plain(grammar_vocab *v, uint32_t *at) {
     return ADIL_OK;
 }
 
+/* Whether a suffix closes the string, and the code points it adds before. */
+static void describe_suffix(const grammar_vocab *v, uint32_t id, uint32_t at, uint8_t *closes, uint8_t *cp) {
+    strlex s = {0};
+    uint32_t n = 0;
+    *closes = 0;
+    for (uint32_t i = at; i < v->len[id]; i++) {
+        const lex_result r = lex_byte(&s, v->bytes[v->off[id] + i], true);
+        if (r == LEX_CLOSE) *closes = 1;
+        if (r == LEX_CLOSE || r == LEX_REJECT) break;
+        if (r == LEX_CHAR) n++;
+    }
+    *cp = (uint8_t)(n > 255 ? 255 : n);
+}
+
 /* Suffix classes: special tokens sorted by what follows their plain part. */
 static adil_status build_suffixes(grammar_vocab *v, const uint32_t *at) {
     const uint32_t n = v->n_special;
@@ -141,6 +155,8 @@ static adil_status build_suffixes(grammar_vocab *v, const uint32_t *at) {
     v->special_suffix = malloc((n + 1) * sizeof *v->special_suffix);
     v->suffix_tok = malloc((n + 1) * sizeof *v->suffix_tok);
     v->suffix_at = malloc((n + 1) * sizeof *v->suffix_at);
+    v->suffix_closes = malloc(n + 1);
+    v->suffix_cp = malloc(n + 1);
     uint32_t *slot = malloc((size_t)v->n * sizeof *slot);
     adil_status st = ADIL_OK;
     if (!order || !tmp || !v->special_suffix || !v->suffix_tok || !v->suffix_at || !slot)
@@ -160,7 +176,9 @@ static adil_status build_suffixes(grammar_vocab *v, const uint32_t *at) {
                                       v->len[id] - at[id]);
             if (!same) {
                 v->suffix_tok[v->n_suffix] = id;
-                v->suffix_at[v->n_suffix++] = at[id];
+                v->suffix_at[v->n_suffix] = at[id];
+                describe_suffix(v, id, at[id], &v->suffix_closes[v->n_suffix], &v->suffix_cp[v->n_suffix]);
+                v->n_suffix++;
             }
             v->special_suffix[slot[id]] = v->n_suffix - 1;
         }
@@ -245,9 +263,10 @@ adil_status grammar_vocab_new(const grammar_token *tokens, uint32_t n_tokens, gr
 
 void grammar_vocab_free(grammar_vocab *v) {
     if (!v) return;
-    void *all[] = {v->kind,       v->off,   v->len,     v->bytes,          v->t_byte,     v->t_depth,
-                   v->t_end,      v->t_tok, v->t_ntok,  v->t_ids,          v->end_ids,    v->plain_all,
-                   v->long_plain, v->cp,    v->special, v->special_suffix, v->suffix_tok, v->suffix_at};
+    void *all[] = {v->kind,          v->off,      v->len,     v->bytes,          v->t_byte,     v->t_depth,
+                   v->t_end,         v->t_tok,    v->t_ntok,  v->t_ids,          v->end_ids,    v->plain_all,
+                   v->long_plain,    v->cp,       v->special, v->special_suffix, v->suffix_tok, v->suffix_at,
+                   v->suffix_closes, v->suffix_cp};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
     for (int c = 0; c <= PLAIN_BUCKETS; c++) free(v->plain_upto[c]);
     free(v);

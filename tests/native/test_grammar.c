@@ -133,6 +133,14 @@ static void test_documents(const grammar_vocab *v) {
     expect_masks_exact(v, g, "-0.5");
     grammar_free(g);
 
+    g = compile(v, "{\"type\":\"string\",\"minLength\":2,\"maxLength\":5}");
+    expect_valid(g, "\"ab\\u00e9c\"");
+    expect_invalid(g, "\"a\"");
+    expect_invalid(g, "\"abcdef\"");
+    expect_masks_exact(v, g, "\"a\\nabc\"");
+    expect_masks_exact(v, g, "\"\xc3\xa9x\\\"\"");
+    grammar_free(g);
+
     g = compile(v, "{}");
     expect_valid(g, "{\"a\":[1,{\"b\":null}],\"c\":\"\\\"\"}");
     expect_invalid(g, "{\"a\":1,\"a\":2}");
