@@ -163,7 +163,8 @@ struct grammar_vocab {
      * plain_all all of them. */
     uint32_t *plain_all;
     uint32_t *plain_upto[17];
-    uint32_t *long_plain; /* plain tokens of more than 16 code points */
+    uint32_t n_plain_all, n_plain_upto[17]; /* how many tokens each holds */
+    uint32_t *long_plain;                   /* plain tokens of more than 16 code points */
     uint32_t n_long_plain;
     uint8_t *cp; /* code points of each plain token / of a special token's plain prefix */
     /* Tokens of plain text then a quote or a backslash (the rest must be fed). */

@@ -162,15 +162,20 @@ size_t grammar_matcher_forced(const grammar_matcher *cm, uint8_t *buf, size_t ca
 
 /* ---- masks --------------------------------------------------------------------------- */
 
-static void free_text_mask(grammar_matcher *m, uint32_t *mask) {
+static size_t free_text_mask(grammar_matcher *m, uint32_t *mask) {
     const grammar_vocab *v = m->g->vocab;
+    size_t count = v->n;
     memset(mask, 0xFF, v->words * sizeof *mask);
     if (v->n % 32) mask[v->words - 1] = (1u << (v->n % 32)) - 1;
     const uint32_t j = m->a.f[m->top].count;
     for (uint32_t k = 0; k < m->g->n_trig_tokens[j]; k++) {
         const uint32_t id = m->g->trig_tokens[j][k];
-        if (!feeds(m, m->top, token_bytes(v, id), v->len[id])) mask_clear(mask, id);
+        if (mask_test(mask, id) && !feeds(m, m->top, token_bytes(v, id), v->len[id])) {
+            mask_clear(mask, id);
+            count--;
+        }
     }
+    return count;
 }
 
 /* The state of `top` with its string's length raised to `count`, where
@@ -204,8 +209,9 @@ static bool special_ok(const grammar_matcher *m, const gnode *n, uint32_t length
 }
 
 /* The string fast path; false when the state is not between characters of
- * a string (or a key that may still be an additional one). */
-static bool string_mask(grammar_matcher *m, uint32_t *mask) {
+ * a string (or a key that may still be an additional one).  Adds the
+ * tokens it allows to *count. */
+static bool string_mask(grammar_matcher *m, uint32_t *mask, size_t *count) {
     const grammar_vocab *v = m->g->vocab;
     const frame *f = &m->a.f[m->top];
     const gnode *n = &m->g->nodes[f->node];
@@ -214,26 +220,33 @@ static bool string_mask(grammar_matcher *m, uint32_t *mask) {
             : (f->type != FR_VALUE || n->kind != NODE_STRING || f->phase != S_BODY))
         return false;
     if (!lex_clean(&f->s)) return false;
-    const uint32_t count = f->count, left = key ? UINT32_MAX : n->max_len - count;
-    const uint32_t *plain =
-        left > 255 ? v->plain_all : v->plain_upto[left < PLAIN_BUCKETS ? left : PLAIN_BUCKETS];
-    memcpy(mask, plain, v->words * sizeof *mask);
+    const uint32_t length = f->count, left = key ? UINT32_MAX : n->max_len - length;
+    const uint32_t bucket = left < PLAIN_BUCKETS ? left : PLAIN_BUCKETS;
+    memcpy(mask, left > 255 ? v->plain_all : v->plain_upto[bucket], v->words * sizeof *mask);
+    *count += left > 255 ? v->n_plain_all : v->n_plain_upto[bucket];
     for (uint32_t k = 0; left > PLAIN_BUCKETS && left <= 255 && k < v->n_long_plain; k++)
-        if (v->cp[v->long_plain[k]] <= left) mask_set(mask, v->long_plain[k]);
+        if (v->cp[v->long_plain[k]] <= left) {
+            mask_set(mask, v->long_plain[k]);
+            ++*count;
+        }
     if (!key) suffix_classes(m, n);
     for (uint32_t k = 0; k < v->n_special; k++) {
         const uint32_t id = v->special[k];
-        const uint32_t length = count + v->cp[id]; /* the string's length after the plain part */
+        const uint32_t after = length + v->cp[id]; /* the string's length after the plain part */
         /* Keys (their identity depends on the plain part) and tokens still
          * short of minLength (the raised state is stricter) are fed whole. */
-        const bool ok = key || length < n->min_len ? feeds(m, m->top, token_bytes(v, id), v->len[id])
-                                                   : special_ok(m, n, length, v->special_suffix[k]);
-        if (ok) mask_set(mask, id);
+        const bool ok = key || after < n->min_len ? feeds(m, m->top, token_bytes(v, id), v->len[id])
+                                                  : special_ok(m, n, after, v->special_suffix[k]);
+        if (ok) {
+            mask_set(mask, id);
+            ++*count;
+        }
     }
     return true;
 }
 
-static void trie_mask(grammar_matcher *m, uint32_t *mask) {
+static size_t trie_mask(grammar_matcher *m, uint32_t *mask) {
+    size_t count = 0;
     const grammar_vocab *v = m->g->vocab;
     const feeder fd = feeder_of(m);
     m->st[0] = m->top;
@@ -249,26 +262,28 @@ static void trie_mask(grammar_matcher *m, uint32_t *mask) {
         m->st[d] = s;
         m->mark[d] = m->a.len;
         for (uint32_t k = 0; k < v->t_ntok[i]; k++) mask_set(mask, v->t_ids[v->t_tok[i] + k]);
+        count += v->t_ntok[i];
         i++;
     }
     m->a.len = m->mark[0];
     m->a.failed = false;
+    return count;
 }
 
 size_t grammar_matcher_mask(grammar_matcher *m, uint32_t *mask) {
     const grammar_vocab *v = m->g->vocab;
     const grammar_position pos = grammar_matcher_position(m);
     const uint32_t base = m->a.len;
+    size_t count = 0;
     if (in_free_text(m)) {
-        free_text_mask(m, mask);
+        count = free_text_mask(m, mask);
     } else {
         memset(mask, 0, v->words * sizeof *mask);
-        if (pos != GRAMMAR_DONE && !string_mask(m, mask)) trie_mask(m, mask);
+        if (pos != GRAMMAR_DONE && !string_mask(m, mask, &count)) count = trie_mask(m, mask);
         for (uint32_t k = 0; pos != GRAMMAR_OPEN && k < v->n_end; k++) mask_set(mask, v->end_ids[k]);
+        if (pos != GRAMMAR_OPEN) count += v->n_end;
     }
     m->a.len = base;
     m->a.failed = false;
-    size_t count = 0;
-    for (uint32_t w = 0; w < v->words; w++) count += (size_t)__builtin_popcount(mask[w]);
     return count;
 }

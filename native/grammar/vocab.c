@@ -127,7 +127,11 @@ static adil_status build_plain(grammar_vocab *v, uint32_t *at) {
             v->special[v->n_special++] = id;
         } else if (kind == PIECE_PLAIN) {
             mask_set(v->plain_all, id);
-            for (uint32_t c = cp; c <= PLAIN_BUCKETS; c++) mask_set(v->plain_upto[c], id);
+            v->n_plain_all++;
+            for (uint32_t c = cp; c <= PLAIN_BUCKETS; c++) {
+                mask_set(v->plain_upto[c], id);
+                v->n_plain_upto[c]++;
+            }
             if (cp > PLAIN_BUCKETS) v->long_plain[v->n_long_plain++] = id;
         }
     }

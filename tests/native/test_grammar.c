@@ -84,7 +84,10 @@ static void expect_masks_exact(const grammar_vocab *v, const adil_grammar *g, co
     CHECK(grammar_matcher_new(g, &m) == ADIL_OK);
     const size_t len = strlen(doc);
     for (size_t i = 0; i <= len; i++) {
-        grammar_matcher_mask(m, mask);
+        const size_t count = grammar_matcher_mask(m, mask);
+        size_t set = 0;
+        for (uint32_t t = 0; t < N_VOCAB; t++) set += mask_test(mask, t);
+        CHECK(count == set);
         for (uint32_t t = 0; t < N_VOCAB; t++) {
             grammar_matcher *probe = NULL;
             CHECK(grammar_matcher_new(g, &probe) == ADIL_OK);
