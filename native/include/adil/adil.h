@@ -334,10 +334,42 @@ ADIL_API adil_status adil_token_to_piece(const adil_model *model, int32_t token,
  * Grammar: a JSON-schema subset compiled into a token-level constraint.
  * ===================================================================== */
 
-/* Compiles `schema_json` for `model`'s vocabulary.  ADIL_STATUS_CAPABILITY
- * when the engine has no grammar support or the schema uses something
- * outside the subset (the message names the JSON Pointer).  Free with
- * adil_grammar_free. */
+/* Compiles `schema_json` (UTF-8 JSON text) for `model`'s vocabulary.  A run
+ * started with the grammar (adil_run_params.grammar) samples only tokens that
+ * keep its output a prefix of a valid document, appends the text that is the
+ * only possible continuation without sampling (evaluated as one batch; counted
+ * in adil_run_stats.n_forced_tokens), and stops once the document is complete.
+ * A run cut by max_tokens inside a document ends with
+ * ADIL_STATUS_OUTPUT_VALIDATION ("truncated").
+ *
+ * The input is a JSON schema of this subset: type (a name or a list),
+ * properties, required, additionalProperties (true or false), items, enum,
+ * const, minimum, maximum, minLength, maxLength (code points), minItems,
+ * maxItems, description, title; a schema without type, enum or const stands
+ * for any JSON value.  What the grammar lets a model write:
+ *  - every document of the schema in compact canonical form (Python's
+ *    json.dumps(v, separators=(",", ":"), ensure_ascii=False)), plus at most
+ *    16 whitespace bytes wherever JSON allows whitespace;
+ *  - numbers under the exact-number rule: integers within ±(2^53-1) (never
+ *    -0) and, for "number", decimals without exponent of at most 15
+ *    significant digits, within minimum/maximum;
+ *  - object keys in any order, each once; other keys than the declared ones
+ *    only when additionalProperties is not false (written without escapes);
+ *  - at most 64 nested containers, at most 64 properties per object.
+ * Two extensions, at the top level of the input only:
+ *  - "x-adil-tools": [{"name": N, "parameters": S}, ...]: the document is a
+ *    tool call {"name":N,"arguments":<S>}, name first, S chosen by N;
+ *  - "x-adil-trigger": T, "x-adil-end": E (1 to 64 bytes each): lazy mode,
+ *    free text (any token) until T is written, then one document, then E,
+ *    then free text again.
+ * Returns ADIL_STATUS_INVALID_ARGUMENT for text that is not JSON or a keyword
+ * with a value of the wrong type, ADIL_STATUS_CAPABILITY for a keyword outside
+ * the subset, a schema no document satisfies, or an engine without grammar
+ * support (adil_component_info.capabilities lacks "grammar"); the message
+ * names the JSON Pointer.  The grammar belongs to `model` (a run on another
+ * model's context refuses it) and must outlive the runs that use it.  Free
+ * it with adil_grammar_free before its model.  Any thread (the model's
+ * vocabulary is indexed once, on the first call, under a lock). */
 ADIL_API adil_status adil_grammar_compile(const adil_model *model, const char *schema_json, size_t schema_len,
                                           adil_grammar **out);
 
