@@ -14,6 +14,8 @@
  * a number, and true/false/null. */
 static adil_status add_any(adil_grammar *g) {
     static const char *const lits[] = {"false", "null", "true"};
+    /* Every array exists (pointer arithmetic on NULL is undefined even for 0 items). */
+    if (!grammar_grow((void **)&g->props, &g->cap_props, 1, sizeof *g->props)) return OOM();
     const gnode any = {.kind = NODE_ANY};
     adil_status st = grammar_add_node(g, &any, &g->any);
     uint32_t kids[5];

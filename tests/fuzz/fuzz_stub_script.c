@@ -1,11 +1,11 @@
 /*
- * fuzz_stub_script.c — any bytes as a stub engine script (stub_json.h,
+ * fuzz_stub_script.c — any bytes as a stub engine script (adil_json.h,
  * stub_script.h).
  *
  * Per input:
- *  1. stub_json_parse: a success is a tree whose every value lies inside the
+ *  1. adil_json_parse: a success is a tree whose every value lies inside the
  *     input and inside its parent, whose strings end in NUL at str_len, whose
- *     object members are found by stub_json_get, and whose every value, cut
+ *     object members are found by adil_json_get, and whose every value, cut
  *     out of the input by its byte range, parses again as the same kind (a
  *     JSON value is a JSON text by itself);
  *  2. stub_script_parse: a success implies (1) succeeded, and the script keeps
@@ -13,7 +13,7 @@
  *     call, faults found by stub_script_fault).
  * A failure must carry a message and one of the documented statuses.
  */
-#include "stub_json.h"
+#include "adil_json.h"
 #include "stub_script.h"
 
 #include <stdint.h>
@@ -30,28 +30,28 @@ static void require_failure(adil_status st) {
 
 /* ---- 1. the JSON tree --------------------------------------------------- */
 
-static void check_value(const char *src, size_t len, const stub_json *v, size_t lo, size_t hi, int depth);
+static void check_value(const char *src, size_t len, const adil_json *v, size_t lo, size_t hi, int depth);
 
 /* The value's own bytes parse again, to the same kind. */
-static void check_reparse(const char *src, const stub_json *v) {
-    stub_json again;
+static void check_reparse(const char *src, const adil_json *v) {
+    adil_json again;
     adil_status st =
-        stub_json_parse(src + v->start, v->end - v->start, ADIL_STATUS_MODEL_FORMAT, "fuzz", &again);
+        adil_json_parse(src + v->start, v->end - v->start, ADIL_STATUS_MODEL_FORMAT, "fuzz", &again);
     if (st == ADIL_STATUS_OUT_OF_MEMORY) return;
     REQUIRE(st == ADIL_OK);
     REQUIRE(again.kind == v->kind);
     REQUIRE(again.end - again.start == v->end - v->start);
-    if (v->kind == STUB_JSON_STRING)
+    if (v->kind == ADIL_JSON_STRING)
         REQUIRE(again.str_len == v->str_len && memcmp(again.str, v->str, v->str_len) == 0);
-    if (v->kind == STUB_JSON_NUMBER && v->is_integer)
+    if (v->kind == ADIL_JSON_NUMBER && v->is_integer)
         REQUIRE(again.is_integer && again.integer == v->integer);
-    stub_json_free(&again);
+    adil_json_free(&again);
 }
 
-static void check_children(const char *src, size_t len, const stub_json *v, int depth) {
+static void check_children(const char *src, size_t len, const adil_json *v, int depth) {
     for (size_t i = 0; i < v->n_items; i++) check_value(src, len, &v->items[i], v->start, v->end, depth + 1);
     for (size_t i = 0; i < v->n_members; i++) {
-        const stub_json_member *m = &v->members[i];
+        const adil_json_member *m = &v->members[i];
         REQUIRE(m->key != NULL && m->key[m->key_len] == '\0');
         REQUIRE(m->key_offset >= v->start && m->key_offset < m->value.start);
         check_value(src, len, &m->value, v->start, v->end, depth + 1);
@@ -61,33 +61,33 @@ static void check_children(const char *src, size_t len, const stub_json *v, int 
             while (v->members[first].key_len != m->key_len ||
                    memcmp(v->members[first].key, m->key, m->key_len) != 0)
                 first++;
-            REQUIRE(stub_json_get(v, m->key) == &v->members[first].value);
+            REQUIRE(adil_json_get(v, m->key) == &v->members[first].value);
         }
     }
 }
 
-static void check_value(const char *src, size_t len, const stub_json *v, size_t lo, size_t hi, int depth) {
-    REQUIRE(depth < STUB_JSON_MAX_DEPTH);
+static void check_value(const char *src, size_t len, const adil_json *v, size_t lo, size_t hi, int depth) {
+    REQUIRE(depth < ADIL_JSON_MAX_DEPTH);
     REQUIRE(v->start < v->end && v->start >= lo && v->end <= hi && v->end <= len);
-    REQUIRE(strcmp(stub_json_kind_name(v->kind), "unknown") != 0);
-    if (v->kind == STUB_JSON_STRING) REQUIRE(v->str != NULL && v->str[v->str_len] == '\0');
-    REQUIRE(v->kind == STUB_JSON_ARRAY || v->n_items == 0);
-    REQUIRE(v->kind == STUB_JSON_OBJECT || v->n_members == 0);
+    REQUIRE(strcmp(adil_json_kind_name(v->kind), "unknown") != 0);
+    if (v->kind == ADIL_JSON_STRING) REQUIRE(v->str != NULL && v->str[v->str_len] == '\0');
+    REQUIRE(v->kind == ADIL_JSON_ARRAY || v->n_items == 0);
+    REQUIRE(v->kind == ADIL_JSON_OBJECT || v->n_members == 0);
     check_children(src, len, v, depth);
     /* Reparse only near the top: deeper values are inside these already. */
     if (depth <= 2) check_reparse(src, v);
 }
 
 static bool check_json(const char *src, size_t len) {
-    stub_json root;
-    adil_status st = stub_json_parse(src, len, ADIL_STATUS_MODEL_FORMAT, "fuzz", &root);
+    adil_json root;
+    adil_status st = adil_json_parse(src, len, ADIL_STATUS_MODEL_FORMAT, "fuzz", &root);
     if (st != ADIL_OK) {
         require_failure(st);
         return false;
     }
     check_value(src, len, &root, 0, len, 0);
-    stub_json_free(&root);
-    stub_json_free(&root); /* idempotent */
+    adil_json_free(&root);
+    adil_json_free(&root); /* idempotent */
     return true;
 }
 

@@ -12,6 +12,7 @@ shapes are tests/make_tiny_models.py's, shrunk so that each file stays under
 corpus/tokenizer: byte 0 chooses the tokenizer and flags (see
 fuzz_tokenizer.c), the rest is text.
 corpus/stub_script: the repository's stub scripts and a few JSON edge cases.
+corpus/grammar: a schema, a NUL byte, a document (see fuzz_grammar.c).
 
 Deterministic: the same files on every run.
 """
@@ -223,13 +224,34 @@ def write_stub_seeds(out: Path) -> None:
         (out / name).write_text(text)
 
 
+# ---- grammar: <schema> NUL <document> ---------------------------------------------------
+
+GRAMMAR_SEEDS = {
+    "person": ('{"type":"object","properties":{"name":{"type":"string","maxLength":8},'
+               '"age":{"type":"integer","minimum":0,"maximum":150},"tags":{"type":"array",'
+               '"items":{"enum":["a","b",1.5]},"maxItems":3}},"required":["name"],'
+               '"additionalProperties":false}', '{"name":"\\u00e9\xc3\xa9","age":12,"tags":["a",1.5]}'),
+    "any": ("{}", '{"k":[true,null,-0.5,"x\\ud83d\\ude00"],"n":{"m":12}}'),
+    "number": ('{"type":["number","null"],"minimum":-1,"maximum":2.5}', "-0.25"),
+    "tools": ('{"x-adil-tools":[{"name":"get","parameters":{"type":"object","properties":'
+              '{"q":{"type":"string"}}}}],"x-adil-trigger":"<t>","x-adil-end":"</t>"}',
+              'hi <t>{"name": "get", "arguments": {"q": "x"}}</t> ok'),
+    "bad_schema": ('{"type":"object","properties":{"a":{"$ref":"#"}}}', "{}"),
+}
+
+
+def write_grammar_seeds(out: Path) -> None:
+    for name, (schema, doc) in GRAMMAR_SEEDS.items():
+        (out / name).write_bytes(schema.encode() + b"\0" + doc.encode("utf-8", "surrogateescape"))
+
+
 # ---- all ----------------------------------------------------------------------------------
 
 
 def main() -> None:
     corpus = HERE / "corpus"
     writers = {"gguf": write_gguf_seeds, "tokenizer": write_tokenizer_seeds,
-               "stub_script": write_stub_seeds}
+               "stub_script": write_stub_seeds, "grammar": write_grammar_seeds}
     for name, write in writers.items():
         out = corpus / name
         shutil.rmtree(out, ignore_errors=True)
