@@ -1,5 +1,5 @@
 """cffi access to the engine's test hooks (tests/native/hooks/adil_internal.h):
-the GGUF reader, the weight-type kernels and the CPU level.  The hooks are
+the GGUF reader, the weight-type kernels, the CPU level and grammars.  The hooks are
 not part of the ABI and not in the shipped libadil_engine: they live in the
 test-only libadil_engine_hooks, built with -DADIL_BUILD_TESTS=ON next to the
 engine (point ADIL_LIBRARY_DIR at that build's lib/).  The declarations are
@@ -160,6 +160,40 @@ class Hooks:
         )
         return status, out
 
+    # ---- grammars ----------------------------------------------------------
+    # The hooks library is a whole engine: open a model and compile a grammar
+    # through its ABI (self.lib.adil_engine_open, adil_model_load,
+    # adil_grammar_compile), then walk token sequences with these.
+
+    def _tokens(self, tokens: Any) -> tuple[Any, int]:
+        ids = np.ascontiguousarray(tokens, dtype=np.int32)
+        return self._ptr(ids, "int32_t *") if ids.size else self.ffi.NULL, int(ids.size)
+
+    def grammar_check(
+        self, grammar: Any, tokens: Any, cross_check: bool = False
+    ) -> tuple[int, int, str]:
+        """(status, first_bad, message) of walking `tokens` through `grammar`:
+        ADIL_OK with first_bad == len(tokens) when every token is allowed."""
+        ids, n = self._tokens(tokens)
+        first_bad = self.ffi.new("size_t *")
+        status = self.lib.adil_hooks_grammar_check(grammar, ids, n, int(cross_check), first_bad)
+        return status, int(first_bad[0]), self.last_error() if status != ADIL_OK else ""
+
+    def grammar_position(self, grammar: Any, tokens: Any) -> int:
+        """0 inside the document, 1 the output may end, 2 the document is
+        complete, after `tokens`; AssertionError when one is refused."""
+        ids, n = self._tokens(tokens)
+        position = self.ffi.new("int32_t *")
+        self._check(self.lib.adil_hooks_grammar_position(grammar, ids, n, position))
+        return int(position[0])
+
+    def grammar_forced(self, grammar: Any, tokens: Any, capacity: int = 256) -> bytes:
+        """The bytes forced after `tokens` (at most `capacity`)."""
+        ids, n = self._tokens(tokens)
+        buf = self.ffi.new("uint8_t[]", max(capacity, 1))
+        length = self.ffi.new("size_t *")
+        self._check(self.lib.adil_hooks_grammar_forced(grammar, ids, n, buf, capacity, length))
+        return bytes(self.ffi.buffer(buf, length[0]))
 
 @cache
 def _load(path: str) -> Hooks:

@@ -13,6 +13,7 @@
 #include "adil_common.h"
 #include "compute/threadpool.h"
 #include "format/gguf.h"
+#include "grammar.h"
 #include "models/transformer.h"
 #include "text/sampler.h"
 #include "text/tokenizer.h"
@@ -41,9 +42,14 @@ struct adil_model {
     adil_pool *pool;              /* n_threads workers, shared by contexts that use as many */
     pthread_mutex_t compute_lock; /* one forward pass at a time on `pool` */
     _Atomic(adil_run *) live_run; /* the one run the model serves, or NULL */
-    char *name;                   /* general.name or the file name */
-    char *chat_template;          /* tokenizer.chat_template, or NULL */
-    adil_model_info info;         /* filled at load; strings point at the fields above */
+    /* The tokenizer as the grammar library's vocabulary, built by the first
+     * adil_grammar_compile (under grammar_lock) and read-only from then on;
+     * NULL until then.  Freed with the model. */
+    pthread_mutex_t grammar_lock;
+    _Atomic(grammar_vocab *) grammar_vocab;
+    char *name;           /* general.name or the file name */
+    char *chat_template;  /* tokenizer.chat_template, or NULL */
+    adil_model_info info; /* filled at load; strings point at the fields above */
 };
 
 struct adil_context {
@@ -66,6 +72,10 @@ struct adil_context {
  * n_past at the end of the last whole batch. */
 adil_status adil_context_eval(adil_context *ctx, const int32_t *tokens, size_t n, float *all,
                               adil_stop_fn stop, void *stop_user);
+
+/* The model's grammar vocabulary (api/grammar.c), or NULL when no grammar
+ * was compiled for it yet.  Any thread. */
+const grammar_vocab *adil_model_grammar_vocab(const adil_model *model);
 
 /* Non-zero when `token` is out of [0, n_vocab) for `model`; index of the
  * first bad one in *bad. */

@@ -20,6 +20,7 @@
 #define STUB_INTERNAL_H
 
 #include "adil_common.h"
+#include "grammar.h"
 #include "stub_script.h"
 
 #ifndef STUB_ABI_MAJOR
@@ -52,6 +53,14 @@
 #define STUB_TOKEN_EOS 257
 #define STUB_N_VOCAB   258
 
+/* How a run's scripted output broke its grammar (stub_step.c). */
+typedef enum stub_violation {
+    STUB_VIOLATION_NONE = 0,
+    STUB_VIOLATION_BYTE,     /* a byte the grammar refuses */
+    STUB_VIOLATION_ENDED,    /* the script ended inside the document */
+    STUB_VIOLATION_TRUNCATED /* max_tokens reached inside the document */
+} stub_violation;
+
 struct adil_engine {
     uint32_t n_threads; /* 0 = number of cores */
 };
@@ -60,8 +69,9 @@ struct adil_model {
     stub_script script;
     char *name; /* the script's file name */
     uint32_t n_threads;
-    double loaded_ms;    /* adil_now_ms() at load; starts the not-ready window */
-    atomic_int run_live; /* 1 while a run of this model is not freed */
+    double loaded_ms;             /* adil_now_ms() at load; starts the not-ready window */
+    grammar_vocab *grammar_vocab; /* the byte vocabulary as grammars see it (stub_grammar.c) */
+    atomic_int run_live;          /* 1 while a run of this model is not freed */
     /* Guarded by run_live: only the thread that set it touches these. */
     uint32_t n_calls; /* run starts counted so far (faults' on_call) */
     size_t next_turn; /* the turn the next call answers with */
@@ -93,7 +103,12 @@ struct adil_run {
     double start_ms; /* adil_run_start; the total deadline counts from here */
     bool stopped;
     adil_run_stats stats;
+    grammar_matcher *grammar; /* checks the output when the run has a grammar, else NULL */
+    stub_violation violation; /* why the output broke the grammar, when it did */
 };
+
+/* Builds the stub's byte vocabulary for the grammar library (stub_grammar.c). */
+adil_status stub_vocab_new(grammar_vocab **out);
 
 /* ADIL_OK, or ADIL_STATUS_MODEL_NOT_READY (message naming `what`) while the
  * script's not_ready_ms window since load is still open.  Any thread. */

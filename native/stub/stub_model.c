@@ -1,7 +1,8 @@
 /*
  * stub_model.c — a "model" of the stub engine is a loaded JSON script
  * (stub_script.h) plus the per-model call counter that scripted faults and
- * turns are keyed on.
+ * turns are keyed on, and the byte vocabulary its grammars are compiled for
+ * (stub_grammar.c).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -51,6 +52,11 @@ ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path, cons
         adil_model_free(model);
         return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_model_load: could not copy the file name");
     }
+    st = stub_vocab_new(&model->grammar_vocab);
+    if (st != ADIL_OK) {
+        adil_model_free(model);
+        return st;
+    }
     model->n_threads = default_threads(engine, p.n_threads);
     atomic_init(&model->run_live, 0);
     model->loaded_ms = adil_now_ms();
@@ -62,6 +68,7 @@ ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path, cons
 ADIL_API void adil_model_free(adil_model *model) {
     if (model == NULL) return;
     stub_script_free(&model->script);
+    if (model->grammar_vocab != NULL) grammar_vocab_free(model->grammar_vocab);
     free(model->name);
     free(model);
 }

@@ -2,7 +2,8 @@
  * stub_run.c — starting, cancelling and freeing runs of the stub engine.
  *
  * Admission of a run, in order:
- *   1. arguments (prompt ids in range, sizes)    -> ADIL_STATUS_INVALID_ARGUMENT
+ *   1. arguments (prompt ids in range, sizes, a grammar compiled for this
+ *      model)                                    -> ADIL_STATUS_INVALID_ARGUMENT
  *   2. prompt + max_tokens against the window   -> ADIL_STATUS_CONTEXT_LENGTH
  *   3. the not-ready window after load          -> ADIL_STATUS_MODEL_NOT_READY
  *   4. one live run per model (an atomic)       -> ADIL_STATUS_BUSY
@@ -45,13 +46,20 @@ static adil_status check_arguments(const int32_t *prompt, size_t n_prompt, const
                          "adil_run_start: sampling struct_size expected at least %zu "
                          "(the version-2.0 struct), got %u",
                          ADIL_SIZE_2_0_SAMPLING_PARAMS, p->sampling->struct_size);
-    if (p->grammar != NULL)
-        return adil_fail(ADIL_STATUS_CAPABILITY, "adil_run_start: the stub engine has no grammar support");
     if (p->n_stop_tokens > STUB_MAX_STOP_TOKENS || (p->n_stop_tokens > 0 && p->stop_tokens == NULL))
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "adil_run_start: stop_tokens expected at most %u ids in a non-NULL array, got %zu%s",
                          STUB_MAX_STOP_TOKENS, p->n_stop_tokens, p->stop_tokens == NULL ? " and NULL" : "");
     return check_tokens(p->stop_tokens, p->n_stop_tokens, "stop_tokens");
+}
+
+static adil_status check_grammar(const adil_model *model, const adil_grammar *grammar) {
+    if (grammar != NULL && grammar_vocab_of(grammar) != model->grammar_vocab)
+        return adil_fail(
+            ADIL_STATUS_INVALID_ARGUMENT,
+            "adil_run_start: grammar: expected one compiled for this run's model, got one compiled "
+            "for another model");
+    return ADIL_OK;
 }
 
 /* Resolves max_tokens (0 = up to the end of the window) against the window. */
@@ -98,6 +106,7 @@ static adil_run *new_run(adil_context *ctx, const adil_run_params *p, size_t n_p
 }
 
 static void free_run_memory(adil_run *run) {
+    if (run->grammar != NULL) grammar_matcher_free(run->grammar);
     free(run->stop_tokens);
     free(run);
 }
@@ -130,11 +139,16 @@ ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, si
         adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_RUN_PARAMS, "adil_run_start: run params");
     uint32_t max_tokens = 0;
     if (st == ADIL_OK) st = check_arguments(prompt, n_prompt, &p);
+    if (st == ADIL_OK) st = check_grammar(ctx->model, p.grammar);
     if (st == ADIL_OK) st = check_window(n_prompt, p.max_tokens, ctx->n_ctx, &max_tokens);
     if (st == ADIL_OK) st = stub_model_check_ready(ctx->model, "adil_run_start");
     if (st != ADIL_OK) return st;
     adil_run *run = new_run(ctx, &p, n_prompt, max_tokens);
     if (run == NULL) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_run_start: could not allocate a run");
+    if (p.grammar != NULL && (st = grammar_matcher_new(p.grammar, &run->grammar)) != ADIL_OK) {
+        free_run_memory(run);
+        return st;
+    }
     int expected = 0;
     if (!atomic_compare_exchange_strong_explicit(&ctx->model->run_live, &expected, 1, memory_order_acq_rel,
                                                  memory_order_acquire)) {

@@ -9,8 +9,24 @@
  * token_delay_ms, so a cancel or a deadline is seen within about a
  * millisecond.  A late-answer run (scripted fault) records that it saw the
  * cancel but keeps answering.
+ *
+ * A run with a grammar checks every scripted byte against it before the
+ * byte is output (the stub does not choose its tokens, so it cannot keep
+ * them valid; it reports where they are not).  The run stops with
+ * ADIL_STATUS_OUTPUT_VALIDATION:
+ *   - at a byte the grammar refuses, which is not output (stop reason
+ *     ADIL_STOP_ERROR; the message names the byte and its offset in the
+ *     turn's output) -- text after a complete document is refused like any
+ *     other byte;
+ *   - when the script ends (EOS or a stop token) inside the document
+ *     (ADIL_STOP_END_OF_TEXT);
+ *   - when max_tokens is reached inside the document (ADIL_STOP_MAX_TOKENS;
+ *     "truncated"), as the CPU engine does.
+ * A grammar never forces tokens here: n_forced_tokens stays 0.
  */
 #include "stub_internal.h"
+
+#include <stdio.h>
 
 /* Why the run must stop now (ADIL_STOP_NONE: go on).  `wait_start` is when
  * the wait for the next token began (the read deadline counts from it). */
@@ -51,6 +67,24 @@ static int32_t next_token(adil_run *run) {
     return STUB_TOKEN_EOS;
 }
 
+/* The output ends for `reason`: a violation when a grammar's document is
+ * still open. */
+static uint32_t end_output(adil_run *run, uint32_t reason) {
+    if (run->grammar != NULL && grammar_matcher_position(run->grammar) == GRAMMAR_OPEN)
+        run->violation = reason == ADIL_STOP_MAX_TOKENS ? STUB_VIOLATION_TRUNCATED : STUB_VIOLATION_ENDED;
+    return reason;
+}
+
+/* True when the run's grammar (if any) accepts `token` next. */
+static bool grammar_accepts(adil_run *run, int32_t token) {
+    if (run->grammar == NULL) return true;
+    double begin = adil_now_ms();
+    bool ok = grammar_matcher_accept_token(run->grammar, token, NULL);
+    run->stats.grammar_ms += adil_now_ms() - begin;
+    if (!ok) run->violation = STUB_VIOLATION_BYTE;
+    return ok;
+}
+
 /* Produces tokens until the step is full or over budget, or the run stops;
  * returns the stop reason (ADIL_STOP_NONE when the run goes on). */
 static uint32_t produce(adil_run *run, int32_t *tokens, size_t capacity, size_t *n) {
@@ -58,13 +92,14 @@ static uint32_t produce(adil_run *run, int32_t *tokens, size_t capacity, size_t 
     double wait_start = step_start;
     while (*n < capacity) {
         if (*n > 0 && adil_now_ms() - step_start >= (double)run->step_budget_ms) return ADIL_STOP_NONE;
-        if (run->stats.n_generated >= run->max_tokens) return ADIL_STOP_MAX_TOKENS;
+        if (run->stats.n_generated >= run->max_tokens) return end_output(run, ADIL_STOP_MAX_TOKENS);
         /* An answer with no turn left stops at once: nothing to pace. */
         uint32_t stop = run->output != NULL ? pace(run, wait_start) : interruption(run, wait_start);
         if (stop != ADIL_STOP_NONE) return stop;
         int32_t token = next_token(run);
         if (token == STUB_TOKEN_EOS || is_stop_token(run, token))
-            return ADIL_STOP_END_OF_TEXT; /* the stop token itself is not output */
+            return end_output(run, ADIL_STOP_END_OF_TEXT);        /* the stop token itself is not output */
+        if (!grammar_accepts(run, token)) return ADIL_STOP_ERROR; /* nor is a refused byte */
         tokens[(*n)++] = token;
         run->stats.n_generated++;
         wait_start = adil_now_ms();
@@ -72,7 +107,33 @@ static uint32_t produce(adil_run *run, int32_t *tokens, size_t capacity, size_t 
     return ADIL_STOP_NONE;
 }
 
+static adil_status status_of_violation(const adil_run *run) {
+    switch (run->violation) {
+    case STUB_VIOLATION_BYTE: {
+        const size_t at = run->output_pos - 1; /* the refused byte was taken from the output */
+        const unsigned char byte = run->output[at];
+        char shown[8];
+        if (byte >= 0x20 && byte < 0x7f)
+            snprintf(shown, sizeof shown, "'%c'", byte);
+        else
+            snprintf(shown, sizeof shown, "0x%02x", byte);
+        return adil_fail(ADIL_STATUS_OUTPUT_VALIDATION,
+                         "adil_run_step: the scripted text breaks the grammar at byte %zu (%s)", at, shown);
+    }
+    case STUB_VIOLATION_ENDED:
+        return adil_fail(ADIL_STATUS_OUTPUT_VALIDATION,
+                         "adil_run_step: the scripted text ended inside the document after %u tokens",
+                         run->stats.n_generated);
+    default:
+        return adil_fail(ADIL_STATUS_OUTPUT_VALIDATION,
+                         "adil_run_step: the output was truncated inside the document after %u tokens "
+                         "(max_tokens)",
+                         run->stats.n_generated);
+    }
+}
+
 static adil_status status_of_stop(const adil_run *run, uint32_t reason) {
+    if (run->violation != STUB_VIOLATION_NONE) return status_of_violation(run);
     double elapsed = adil_now_ms() - run->start_ms;
     switch (reason) {
     case ADIL_STOP_CANCELLED:

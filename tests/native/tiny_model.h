@@ -32,9 +32,16 @@ typedef struct tiny_spec {
     size_t chat_template_len;
     int64_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff;
     bool zero_weights; /* leave the data a hole: every weight 0 */
+    /* A vocabulary of n_vocab tokens instead of the default one (NULL): the
+     * strings (NUL-terminated, "▁" for a space) and their GGUF token types. */
+    const char *const *vocab;
+    const int32_t *token_types;
+    uint32_t n_vocab;
 } tiny_spec;
 
 #define TINY_N_VOCAB 32
+
+static inline uint64_t tiny_n_vocab(const tiny_spec *s) { return s->vocab ? s->n_vocab : TINY_N_VOCAB; }
 
 static inline tiny_spec tiny_default(void) {
     return (tiny_spec){.arch = "llama",
@@ -104,7 +111,7 @@ static inline int tiny_tensors(const tiny_spec *s, tiny_tensor *t) {
     const uint64_t E = (uint64_t)s->n_embd, F = (uint64_t)s->n_ff;
     const uint64_t Q = (uint64_t)(s->n_head * s->head_dim), KV = (uint64_t)(s->n_head_kv * s->head_dim);
     int n = 0;
-    t[n++] = (tiny_tensor){"token_embd.weight", E, TINY_N_VOCAB, false};
+    t[n++] = (tiny_tensor){"token_embd.weight", E, tiny_n_vocab(s), false};
     t[n++] = (tiny_tensor){"output_norm.weight", E, 1, true};
     for (int64_t il = 0; il < s->n_layer; il++) {
         static const char *const names[] = {"attn_norm", "attn_q",   "attn_k", "attn_v",  "attn_output",
@@ -129,19 +136,8 @@ static inline void tiny_hp(tiny_buf *b, const tiny_spec *s, const char *key, int
     tiny_kv_u32(b, name, (uint32_t)v);
 }
 
-static inline void tiny_metadata(tiny_buf *b, const tiny_spec *s) {
-    tiny_kv_str(b, "general.architecture", s->arch, s->arch_len);
-    if (s->name != NULL) tiny_kv_str(b, "general.name", s->name, s->name_len);
-    tiny_hp(b, s, "embedding_length", s->n_embd);
-    tiny_hp(b, s, "block_count", s->n_layer);
-    tiny_hp(b, s, "feed_forward_length", s->n_ff);
-    tiny_hp(b, s, "attention.head_count", s->n_head);
-    tiny_hp(b, s, "attention.head_count_kv", s->n_head_kv);
-    tiny_hp(b, s, "attention.key_length", s->head_dim);
-    tiny_hp(b, s, "attention.value_length", s->head_dim);
-    tiny_hp(b, s, "context_length", 256);
-    /* <unk> <s> </s>, then "▁" and single characters */
-    tiny_kv_str(b, "tokenizer.ggml.model", "llama", 5);
+/* <unk> <s> </s>, then "▁" and single characters */
+static inline void tiny_default_vocab(tiny_buf *b) {
     tiny_key(b, "tokenizer.ggml.tokens", GGUF_TYPE_ARRAY);
     tiny_u32(b, GGUF_TYPE_STRING);
     tiny_u64(b, TINY_N_VOCAB);
@@ -157,6 +153,32 @@ static inline void tiny_metadata(tiny_buf *b, const tiny_spec *s) {
     tiny_u32(b, GGUF_TYPE_INT32);
     tiny_u64(b, TINY_N_VOCAB);
     for (int i = 0; i < TINY_N_VOCAB; i++) tiny_u32(b, i == 0 ? 2u : i < 3 ? 3u : 1u);
+}
+
+static inline void tiny_metadata(tiny_buf *b, const tiny_spec *s) {
+    tiny_kv_str(b, "general.architecture", s->arch, s->arch_len);
+    if (s->name != NULL) tiny_kv_str(b, "general.name", s->name, s->name_len);
+    tiny_hp(b, s, "embedding_length", s->n_embd);
+    tiny_hp(b, s, "block_count", s->n_layer);
+    tiny_hp(b, s, "feed_forward_length", s->n_ff);
+    tiny_hp(b, s, "attention.head_count", s->n_head);
+    tiny_hp(b, s, "attention.head_count_kv", s->n_head_kv);
+    tiny_hp(b, s, "attention.key_length", s->head_dim);
+    tiny_hp(b, s, "attention.value_length", s->head_dim);
+    tiny_hp(b, s, "context_length", 256);
+    tiny_kv_str(b, "tokenizer.ggml.model", "llama", 5);
+    if (s->vocab != NULL) {
+        tiny_key(b, "tokenizer.ggml.tokens", GGUF_TYPE_ARRAY);
+        tiny_u32(b, GGUF_TYPE_STRING);
+        tiny_u64(b, s->n_vocab);
+        for (uint32_t i = 0; i < s->n_vocab; i++) tiny_str(b, s->vocab[i], strlen(s->vocab[i]));
+        tiny_key(b, "tokenizer.ggml.token_type", GGUF_TYPE_ARRAY);
+        tiny_u32(b, GGUF_TYPE_INT32);
+        tiny_u64(b, s->n_vocab);
+        for (uint32_t i = 0; i < s->n_vocab; i++) tiny_u32(b, (uint32_t)s->token_types[i]);
+    } else {
+        tiny_default_vocab(b);
+    }
     if (s->chat_template != NULL)
         tiny_kv_str(b, "tokenizer.chat_template", s->chat_template, s->chat_template_len);
 }

@@ -108,7 +108,9 @@ ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path, cons
     if (!m) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_model_load: out of memory");
     m->engine = engine;
     pthread_mutex_init(&m->compute_lock, NULL);
+    pthread_mutex_init(&m->grammar_lock, NULL);
     atomic_init(&m->live_run, NULL);
+    atomic_init(&m->grammar_vocab, NULL);
     st = load(m, path, &p);
     if (st != ADIL_OK) {
         adil_model_free(m);
@@ -129,6 +131,8 @@ ADIL_API void adil_model_free(adil_model *m) {
     free(m->name);
     free(m->chat_template);
     pthread_mutex_destroy(&m->compute_lock);
+    grammar_vocab_free(atomic_load(&m->grammar_vocab));
+    pthread_mutex_destroy(&m->grammar_lock);
     free(m);
 }
 

@@ -14,8 +14,27 @@
  * A mapped model file that changed since load (gguf_check_unchanged) is
  * refused at start and ends the run before the next step: reading weights
  * from a truncated mapping would kill the process with SIGBUS.
+ *
+ * A run with a grammar (api/run_grammar.h) takes another path per token, so
+ * that a run without one does no extra work:
+ *  - the document complete (GRAMMAR_DONE): the run ends (END_OF_TEXT);
+ *  - max_tokens reached inside the document: the run ends (MAX_TOKENS) and
+ *    the step returns ADIL_STATUS_OUTPUT_VALIDATION ("truncated");
+ *  - text the grammar forces: its tokens are appended without sampling
+ *    (counted as generated and in n_forced_tokens, and in the repetition
+ *    penalty's history) and evaluated in one forward pass together with the
+ *    pending token, as prefill does; when the document is complete after
+ *    them (or max_tokens is reached) they are not evaluated at all;
+ *  - otherwise the logits of the tokens the grammar does not allow are set
+ *    to -INFINITY before the sampler (every sampler setting), and the token
+ *    drawn advances the grammar.  No allowed token at all (a dead end) ends
+ *    the run with ADIL_STATUS_OUTPUT_VALIDATION; a stop token drawn inside
+ *    the document likewise ("ended inside the document").  An
+ *    end-of-generation token is allowed only where the document may end;
+ *    with ignore_eos it is output and the grammar decides what may follow.
  */
 #include "engine_internal.h"
+#include "api/run_grammar.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +59,12 @@ struct adil_run {
     int32_t pending;                 /* last emitted token, not yet evaluated; -1 none */
     adil_stop_reason pending_reason; /* set by the stop hook */
     adil_run_stats stats;
+    /* Grammar runs only (grammar != NULL). */
+    run_grammar *grammar;
+    int32_t *batch;       /* (n_prompt + 1 + RUN_GRAMMAR_MAX_FORCED) one forward pass's tokens */
+    const int32_t *queue; /* forced tokens already counted, not yet handed out */
+    size_t n_queue;
+    bool logits_ready; /* ctx->logits are the next position's: sample, do not evaluate */
 };
 
 /* ---- stop conditions -------------------------------------------------------- */
@@ -102,9 +127,6 @@ static adil_status check_start(adil_context *ctx, const int32_t *prompt, size_t 
     if (p->n_stop_tokens && !p->stop_tokens)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "adil_run_start: stop_tokens is NULL but n_stop_tokens is %zu", p->n_stop_tokens);
-    if (p->grammar)
-        return adil_fail(ADIL_STATUS_CAPABILITY, "adil_run_start: the %s engine has no grammar support yet",
-                         ADIL_CPU_ENGINE_NAME);
     const uint64_t want = (uint64_t)n_prompt + (p->max_tokens ? p->max_tokens : 1);
     if (want > ctx->n_ctx) {
         if (p->max_tokens)
@@ -142,6 +164,11 @@ static adil_status build_run(adil_run *run, adil_context *ctx, const int32_t *pr
     run->n_stop = p->n_stop_tokens;
     run->n_prompt = (uint32_t)n_prompt;
     for (uint32_t i = 0; i < run->n_prompt; i++) adil_sampler_accept(run->sampler, prompt[i]);
+    if (!p->grammar) return ADIL_OK;
+    st = run_grammar_new(p->grammar, ctx->model, &run->grammar);
+    if (st != ADIL_OK) return st;
+    run->batch = malloc((n_prompt + 1 + RUN_GRAMMAR_MAX_FORCED) * sizeof *run->batch);
+    if (!run->batch) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_run_start: out of memory");
     return ADIL_OK;
 }
 
@@ -212,10 +239,134 @@ static adil_status advance(adil_run *run) {
     return st;
 }
 
+/* ---- grammar runs ------------------------------------------------------------ */
+
+/* Ends a grammar run whose document is complete or whose max_tokens is
+ * reached; false (and *st untouched) when it goes on. */
+static bool grammar_ended(adil_run *run, adil_status *st) {
+    const grammar_position pos = run_grammar_position(run->grammar);
+    if (pos == GRAMMAR_DONE) {
+        *st = finish(run, ADIL_STOP_END_OF_TEXT, ADIL_OK);
+        return true;
+    }
+    if (run->stats.n_generated < run->max_tokens) return false;
+    *st = finish(run, ADIL_STOP_MAX_TOKENS,
+                 pos == GRAMMAR_OPEN
+                     ? adil_fail(ADIL_STATUS_OUTPUT_VALIDATION,
+                                 "adil_run_step: the output was truncated inside the document after %u "
+                                 "tokens (max_tokens)",
+                                 run->stats.n_generated)
+                     : ADIL_OK);
+    return true;
+}
+
+/* Evaluates the rest of the prompt (first) or the pending token, followed
+ * by forced[0..n_forced), in one forward pass. */
+static adil_status advance_grammar(adil_run *run, const int32_t *forced, size_t n_forced) {
+    size_t n = 0;
+    if (!run->prefilled) {
+        n = run->n_prompt - run->n_keep;
+        memcpy(run->batch, run->prompt + run->n_keep, n * sizeof *run->batch);
+    } else if (run->pending >= 0) {
+        run->batch[n++] = run->pending;
+    }
+    memcpy(run->batch + n, forced, n_forced * sizeof *run->batch);
+    n += n_forced;
+    if (n == 0) return adil_fail(ADIL_STATUS_INTERNAL, "adil_run_step: nothing to evaluate");
+    const double t0 = adil_now_ms();
+    adil_status st = adil_context_eval(run->ctx, run->batch, n, NULL, stop_hook, run);
+    *(run->prefilled ? &run->stats.decode_ms : &run->stats.prefill_ms) += adil_now_ms() - t0;
+    if (st == ADIL_OK) {
+        run->prefilled = true;
+        run->pending = -1;
+        run->logits_ready = true;
+    }
+    return st;
+}
+
+/* Counts forced[0..n) as output and hands out the first into *tok. */
+static void emit_forced(adil_run *run, const int32_t *forced, size_t n, int32_t *tok) {
+    for (size_t i = 0; i < n; i++) adil_sampler_accept(run->sampler, forced[i]);
+    run->stats.n_generated += (uint32_t)n;
+    run->stats.n_forced_tokens += (uint32_t)n;
+    *tok = forced[0];
+    run->queue = forced + 1;
+    run->n_queue = n - 1;
+}
+
+/* A stop token drawn: the end of the output, inside the document or not. */
+static adil_status grammar_stop_token(adil_run *run) {
+    if (run_grammar_position(run->grammar) != GRAMMAR_OPEN)
+        return finish(run, ADIL_STOP_END_OF_TEXT, ADIL_OK);
+    return finish(
+        run, ADIL_STOP_END_OF_TEXT,
+        adil_fail(ADIL_STATUS_OUTPUT_VALIDATION,
+                  "adil_run_step: a stop token ended the output inside the document after %u tokens",
+                  run->stats.n_generated));
+}
+
+/* Masks, samples and advances the grammar over the token drawn. */
+static adil_status sample_grammar(adil_run *run, int32_t *tok) {
+    const double t0 = adil_now_ms();
+    run->logits_ready = false;
+    if (run_grammar_mask(run->grammar, run->ctx->logits) == 0)
+        return finish(run, ADIL_STOP_ERROR,
+                      adil_fail(ADIL_STATUS_OUTPUT_VALIDATION,
+                                "adil_run_step: the grammar allows no token after %u tokens (a dead end: the "
+                                "vocabulary cannot continue the document)",
+                                run->stats.n_generated));
+    const int32_t t = adil_sampler_sample(run->sampler, run->ctx->logits);
+    *(run->stats.n_generated == 0 ? &run->stats.prefill_ms : &run->stats.decode_ms) += adil_now_ms() - t0;
+    if (is_stop_token(run, t)) return grammar_stop_token(run);
+    if (!run_grammar_accept(run->grammar, t))
+        return finish(run, ADIL_STOP_ERROR,
+                      adil_fail(ADIL_STATUS_INTERNAL,
+                                "adil_run_step: the sampler chose token %d, which the grammar does not allow "
+                                "(non-finite logits?)",
+                                t));
+    adil_sampler_accept(run->sampler, t);
+    run->pending = t;
+    run->stats.n_generated++;
+    *tok = t;
+    return ADIL_OK;
+}
+
+/* next_token for a grammar run: queued forced tokens first; then forced
+ * text, else one sampled token. */
+static adil_status next_token_grammar(adil_run *run, int32_t *tok) {
+    if (run->n_queue > 0) {
+        *tok = *run->queue++;
+        run->n_queue--;
+        return ADIL_OK;
+    }
+    adil_status st = check_stop(run);
+    if (st != ADIL_OK) return finish(run, run->pending_reason, st);
+    if (grammar_ended(run, &st)) return st;
+    if (!run->logits_ready) {
+        const int32_t *forced = NULL;
+        const size_t k = run_grammar_force(run->grammar, run->max_tokens - run->stats.n_generated, &forced);
+        /* Forced tokens after which nothing is sampled need no evaluation. */
+        const bool last = k > 0 && (run_grammar_position(run->grammar) == GRAMMAR_DONE ||
+                                    run->stats.n_generated + k >= run->max_tokens);
+        if (!last) st = advance_grammar(run, forced, k);
+        if (st == ADIL_STATUS_CANCELLED || st == ADIL_STATUS_DEADLINE)
+            return finish(run, run->pending_reason, st);
+        if (st != ADIL_OK) return finish(run, ADIL_STOP_ERROR, st);
+        if (k > 0) {
+            emit_forced(run, forced, k, tok);
+            return ADIL_OK;
+        }
+    }
+    return sample_grammar(run, tok);
+}
+
+/* ---- the step ------------------------------------------------------------------ */
+
 /* Produces one token into *tok, or returns the status that ends the run
  * (ADIL_OK with *tok = -1 when it ended normally). */
 static adil_status next_token(adil_run *run, int32_t *tok) {
     *tok = -1;
+    if (run->grammar) return next_token_grammar(run, tok);
     adil_status st = check_stop(run);
     if (st != ADIL_OK) return finish(run, run->pending_reason, st);
     if (run->stats.n_generated >= run->max_tokens) return finish(run, ADIL_STOP_MAX_TOKENS, ADIL_OK);
@@ -253,13 +404,16 @@ ADIL_API adil_status adil_run_step(adil_run *run, int32_t *tokens, size_t capaci
         st = next_token(run, &tok);
         if (tok < 0) break;
         tokens[n++] = tok;
-        if (run->stats.n_generated >= run->max_tokens) {
+        if (run->grammar) {
+            if (run->n_queue == 0 && grammar_ended(run, &st)) break;
+        } else if (run->stats.n_generated >= run->max_tokens) {
             finish(run, ADIL_STOP_MAX_TOKENS, ADIL_OK);
             break;
         }
         if (adil_now_ms() - step_t0 >= run->step_budget_ms) break;
     }
     *n_tokens = n;
+    if (run->grammar) run->stats.grammar_ms = run_grammar_ms(run->grammar);
     if (st != ADIL_OK && st != ADIL_STATUS_CANCELLED && st != ADIL_STATUS_DEADLINE) return st;
     if (st != ADIL_OK) {
         const char *what = st == ADIL_STATUS_CANCELLED                         ? "cancelled"
@@ -288,6 +442,8 @@ ADIL_API void adil_run_free(adil_run *run) {
     atomic_compare_exchange_strong(&run->ctx->model->live_run, &self, NULL);
     if (run->ctx->run == run) run->ctx->run = NULL;
     adil_sampler_free(run->sampler);
+    run_grammar_free(run->grammar);
+    free(run->batch);
     free(run->prompt);
     free(run->stop_tokens);
     free(run);

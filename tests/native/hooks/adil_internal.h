@@ -1,7 +1,7 @@
 /*
  * adil_internal.h — test hooks exported by libadil_engine_hooks, a test-only
  * build of the engine (see CMakeLists.txt here), so the Python tests can
- * drive internals (GGUF reader, kernels, the CPU level) through cffi
+ * drive internals (GGUF reader, kernels, the CPU level, grammars) through cffi
  * (tests/gguf_hooks.py reads its declarations from this file).  NOT part of
  * the ABI and not in the shipped libadil_engine: no stability promise, no
  * struct_size, may change with any commit.  The hooks that return an
@@ -53,5 +53,32 @@ ADIL_API const char *adil_internal_cpu_level(void);
 /* "" when ADIL_CPU was unset or honoured; else the note on the request the
  * library could not honour. */
 ADIL_API const char *adil_internal_cpu_level_note(void);
+
+/* ---- grammars (native/grammar/grammar.h), compiled with adil_grammar_compile
+ * of this library.  Each walks a fresh matcher over tokens[0..n). */
+
+/* At each step: computes the mask (checks its count and that no bit past
+ * n_vocab is set), checks that the mask and accept_token agree on the token
+ * and, when cross_check is non-zero, on every token of the vocabulary (each
+ * tried on a matcher replayed to the step: slow, for small vocabularies),
+ * then accepts the token.  ADIL_OK when every token is allowed (*first_bad
+ * = n); ADIL_STATUS_OUTPUT_VALIDATION when tokens[*first_bad] is not;
+ * ADIL_STATUS_INTERNAL when the mask and accept_token disagree at step
+ * *first_bad (the message names the token); ADIL_STATUS_INVALID_ARGUMENT
+ * for a token id out of range (its index in *first_bad). */
+ADIL_API adil_status adil_hooks_grammar_check(const adil_grammar *g, const int32_t *tokens, size_t n,
+                                              int cross_check, size_t *first_bad);
+
+/* *position = the position after tokens[0..n): 0 inside the document (more
+ * must come), 1 the output may end here, 2 the document is complete.
+ * ADIL_STATUS_OUTPUT_VALIDATION when a token is refused. */
+ADIL_API adil_status adil_hooks_grammar_position(const adil_grammar *g, const int32_t *tokens, size_t n,
+                                                 int32_t *position);
+
+/* The bytes forced after tokens[0..n) (at most `capacity` of them) into buf,
+ * their count into *len.  ADIL_STATUS_OUTPUT_VALIDATION when a token is
+ * refused. */
+ADIL_API adil_status adil_hooks_grammar_forced(const adil_grammar *g, const int32_t *tokens, size_t n,
+                                               uint8_t *buf, size_t capacity, size_t *len);
 
 #endif /* ADIL_INTERNAL_H */

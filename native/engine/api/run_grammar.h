@@ -1,0 +1,43 @@
+/*
+ * run_grammar.h — a run's side of a grammar (run.c uses it): the matcher,
+ * the token mask applied to logits, and forced tokens.  Not thread-safe: one
+ * run, one thread at a time.
+ */
+#ifndef ADIL_API_RUN_GRAMMAR_H
+#define ADIL_API_RUN_GRAMMAR_H
+
+#include "engine_internal.h"
+
+/* The most bytes (and tokens) of one forced stretch; longer forced text
+ * comes in several stretches. */
+#define RUN_GRAMMAR_MAX_FORCED 128
+
+typedef struct run_grammar run_grammar;
+
+/* A matcher for `grammar` over `model`'s vocabulary.
+ * ADIL_STATUS_INVALID_ARGUMENT when the grammar was compiled for another
+ * model, ADIL_STATUS_OUT_OF_MEMORY. */
+adil_status run_grammar_new(const adil_grammar *grammar, const adil_model *model, run_grammar **out);
+void run_grammar_free(run_grammar *g);
+
+grammar_position run_grammar_position(const run_grammar *g);
+
+/* The tokens of the text the grammar forces next, at most `budget` of them,
+ * already accepted: *tokens points at them (valid until the next call).
+ * The forced bytes are tokenized as a continuation and used only when the
+ * tokens' pieces give exactly those bytes; the last token is left to the
+ * sampler (it might merge with what follows) unless the document is complete
+ * after it.  0 when nothing is forced. */
+size_t run_grammar_force(run_grammar *g, uint32_t budget, const int32_t **tokens);
+
+/* Sets the logits of the tokens the grammar does not allow here to
+ * -INFINITY and returns how many it allows (0: a dead end). */
+size_t run_grammar_mask(run_grammar *g, float *logits);
+
+/* Advances over a chosen token; false when the grammar refuses it. */
+bool run_grammar_accept(run_grammar *g, int32_t token);
+
+/* Milliseconds spent in the grammar so far (masks, advancing, forcing). */
+double run_grammar_ms(const run_grammar *g);
+
+#endif /* ADIL_API_RUN_GRAMMAR_H */
