@@ -53,7 +53,8 @@ def test_a_lone_surrogate_in_arguments_is_an_invalid_call(
     log: list[Any] = []
     model = stub_model({"turns": [raw_call(arguments_json), {"text": "Sorry."},
                                   {"text": "Second run."}]})
-    agent = Agent(model, [lookup(log=log)])
+    # The validator's own refusal (the engine's grammar refuses these earlier: test_agent_grammar).
+    agent = Agent(model, [lookup(log=log)], constrain_calls=False)
     outcome = agent.run("x")
     assert outcome.status == "completed" and outcome.text == "Sorry." and log == []
     (call,) = outcome.tool_calls
@@ -145,7 +146,8 @@ def test_arguments_nested_too_deep_are_an_invalid_call(stub_model: LoadScript,
     model = stub_model({"turns": [raw_call('{"q": ' + deep + "}"), {"text": "Sorry."},
                                   {"text": "Again."}], "context_length": 1 << 20},
                        context_length=1 << 20)
-    agent = Agent(model, [lookup(log=log)], max_tokens=2 * levels + 100)
+    agent = Agent(model, [lookup(log=log)], max_tokens=2 * levels + 100,
+                  constrain_calls=False)  # the validator's refusal, not the grammar's
     outcome = agent.run("x")
     assert outcome.status == "completed" and log == []
     (call,) = outcome.tool_calls

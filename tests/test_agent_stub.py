@@ -4,6 +4,7 @@ cancellation row, deadlines and retries, and the error table."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -105,7 +106,9 @@ def test_exact_numbers_only(script_model: Callable[[str], adil.Model]) -> None:
         seen.append({"id": id, "rate": rate})
         return "ok"
 
-    outcome = Agent(script_model("exact_numbers.json"), [get_account]).run("account?")
+    # The validator's exact-number rule (the grammar's: test_agent_grammar).
+    agent = Agent(script_model("exact_numbers.json"), [get_account], constrain_calls=False)
+    outcome = agent.run("account?")
     assert outcome.status == "completed" and outcome.text == "Account found."
     calls = outcome.tool_calls
     assert [(c.status, getattr(c.error, "location", None)) for c in calls] == [
@@ -498,11 +501,15 @@ def test_prompt_beyond_the_context_is_a_context_length_error(stub_model: LoadScr
     assert outcome.error.code == "context_length_exceeded"
 
 
-def test_capability_errors(stub_model: LoadScript) -> None:
+def test_capability_errors(stub_model: LoadScript, monkeypatch: pytest.MonkeyPatch) -> None:
     def model() -> adil.Model:
         return stub_model({"turns": [{"tool_call": tool_call("get_weather", city="Oslo")}]})
 
-    forced = Agent(model(), [get_weather], tool_choice="get_weather").run("x")
+    # Forcing a tool needs grammar support, which the stub has: take it away.
+    plain = model()
+    monkeypatch.setattr(plain.engine, "info",
+                        dataclasses.replace(plain.engine.info, capabilities=()))
+    forced = Agent(plain, [get_weather], tool_choice="get_weather").run("x")
     several = Agent(model(), n=2).run("x")
     images = Agent(model()).run("x", images=[b"\x89PNG"])
     for outcome in (forced, several, images):
@@ -514,7 +521,9 @@ def test_invalid_arguments_are_output_validation_errors(stub_model: LoadScript) 
     model = stub_model({"turns": [
         {"tool_call": tool_call("get_weather", city="Oslo", country="NO")},
         {"text": "Sorry."}]})
-    outcome = Agent(model, [get_weather]).run("x")
+    # The validator's refusal; under the grammar the engine refuses the call
+    # earlier (test_agent_grammar).
+    outcome = Agent(model, [get_weather], constrain_calls=False).run("x")
     error = outcome.tool_calls[0].error
     assert isinstance(error, adil.OutputValidationError) and error.location == "/country"
 

@@ -85,7 +85,9 @@ class FakeModel:
     generate without consuming a turn when `fault=True`)."""
 
     def __init__(self, turns: Sequence[str | BaseException], delay: float = 0.0,
-                 late_answer: bool = False) -> None:
+                 late_answer: bool = False, capabilities: tuple[str, ...] | None = None) -> None:
+        if capabilities is not None:  # a model that says what it can (ModelLike's option)
+            self.capabilities = capabilities
         self.turns = list(turns)
         self.delay = delay
         self.late_answer = late_answer
@@ -104,8 +106,6 @@ class FakeModel:
         self.kwargs.append(kwargs)
         if kwargs.get("n", 1) != 1:
             raise adil.CapabilityError("one choice only")
-        if kwargs.get("schema") is not None and not isinstance(self.turns[0], str):
-            raise adil.CapabilityError("no grammar")
         turn = self.turns.pop(0) if self.turns else ""
         if isinstance(turn, BaseException):
             raise turn
@@ -240,15 +240,28 @@ def test_tool_choice_none_offers_no_tools_and_reads_no_calls() -> None:
 
 def test_forcing_a_tool_asks_for_a_grammar() -> None:
     log: list[Any] = []
-    model = FakeModel(['{"name": "lookup", "arguments": {"q": "x"}}', "Found."])
+    model = FakeModel(['{"name":"lookup","arguments":{"q":"x"}}', "Found."],
+                      capabilities=("grammar",))
     outcome = Agent(model, [reader(log=log)], tool_choice="lookup").run("x")
     assert outcome.status == "completed" and log[0][1] == {"q": "x"}
-    schema = model.kwargs[0]["schema"]
-    assert schema["properties"]["name"] == {"type": "string", "const": "lookup"}
-    assert model.kwargs[0]["stop"] == () and model.kwargs[1]["schema"] is None
+    forced = model.kwargs[0]["constraint"]
+    assert forced.kind == "tool_call" and forced.trigger is None
+    (entry,) = forced.document["x-adil-tools"]
+    assert entry["name"] == "lookup" and entry["parameters"]["properties"] == {
+        "q": {"type": "string"}}
+    assert model.kwargs[0]["stop"] == ()
+    later = model.kwargs[1]["constraint"]  # later turns: auto, with a lazy grammar
+    assert later.kind == "lazy_tool_call" and later.trigger == "<tool_call>"
+    assert "schema" not in model.kwargs[0]  # schema= is the users' structured output
     with pytest.raises(adil.InvalidArgumentError):
         Agent(model, [reader()], tool_choice="missing")
-    refused = Agent(FakeModel([adil.CapabilityError("x")]), [reader()], tool_choice="lookup")
+    for capabilities in (None, (), ("logits",)):  # no grammar: forcing is a capability error
+        plain = FakeModel(["never"], capabilities=capabilities)
+        outcome = Agent(plain, [reader()], tool_choice="lookup").run("x")
+        assert outcome.status == "failed" and isinstance(outcome.error, adil.CapabilityError)
+        assert plain.prompts == []  # refused before any generation
+    refused = Agent(FakeModel([adil.CapabilityError("x")], capabilities=("grammar",)),
+                    [reader()], tool_choice="lookup")
     outcome = refused.run("x")
     assert outcome.status == "failed" and isinstance(outcome.error, adil.CapabilityError)
 

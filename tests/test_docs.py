@@ -1,16 +1,19 @@
-"""The documentation pages "Permissions and confirmation" and "Cancellation
-and deadlines": their examples run as written (on the stub engine), and
-their tables carry every row of the product page."""
+"""The documentation pages "Permissions and confirmation", "Cancellation
+and deadlines" and "Structured output": their examples run as written (on
+the stub engine), and their tables carry every row of the product page."""
 
 from __future__ import annotations
 
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["permissions-and-confirmation.md", "cancellation-and-deadlines.md"]
+PAGES = ["permissions-and-confirmation.md", "cancellation-and-deadlines.md",
+         "structured-output.md"]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
@@ -23,9 +26,11 @@ def test_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.chdir(tmp_path)
     code = blocks(page)
     assert len(code) >= 3
-    namespace: dict[str, object] = {"__name__": f"docs_{page.replace('-', '_')}"}
+    # A module of its own, so that dataclasses and typing can find it by name.
+    module = types.ModuleType(f"docs_{page.replace('-', '_').removesuffix('.md')}")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
     for i, source in enumerate(code):
-        exec(compile(source, f"{page}[block {i}]", "exec"), namespace)
+        exec(compile(source, f"{page}[block {i}]", "exec"), module.__dict__)
 
 
 @pytest.mark.parametrize(("page", "rows"), [

@@ -3,7 +3,14 @@ pp and tg tests, plus the machine's read bandwidth and how close decode
 comes to the roofline it sets (every decoded token reads the weights once).
 
     adil bench --model gemma3-270m --threads 2 --prompt-tokens 512 \
-               --gen-tokens 128 --repetitions 5 [--json]
+               --gen-tokens 128 --repetitions 5 [--schema FILE] [--json]
+
+With a schema, constrained decoding too (:class:`GrammarResult`): the
+grammar's compile time (around the compile call), its mask time per token
+(a run stepped one token at a time, the per-step growth of the run's
+``grammar_ms``: median and p99), the tokens it forced, and constrained decode
+tokens/s against unconstrained decode of as many tokens from the same
+prompt, the two runs alternating.
 """
 
 from __future__ import annotations
@@ -16,15 +23,20 @@ from typing import Any
 
 import numpy as np
 
+from .constraints import Constraint, schema_constraint
 from .engine import Engine, Model
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, OutputValidationError
 from .sampling import Sampling
 
-__all__ = ["MIN_GEN_TOKENS", "MIN_PROMPT_TOKENS", "BenchResult", "measure_read_bandwidth",
+__all__ = ["GRAMMAR_MAX_TOKENS", "GRAMMAR_PROMPT", "MIN_GEN_TOKENS", "MIN_PROMPT_TOKENS",
+           "BenchResult", "GrammarResult", "bench_constraint", "measure_read_bandwidth",
            "run_bench"]
 
 MIN_PROMPT_TOKENS = 1
 MIN_GEN_TOKENS = 2  # the first generated token comes out of the prefill; decode starts after it
+# The constrained runs: this prompt, and at most this many tokens of document.
+GRAMMAR_PROMPT = "Here is the answer as one JSON document:\n"
+GRAMMAR_MAX_TOKENS = 512
 
 _GREEDY = Sampling(temperature=0.0, seed=0)
 
@@ -46,6 +58,36 @@ class Series:
 
 
 @dataclass
+class GrammarResult:
+    """Constrained decoding with one schema (all times from the engine's
+    stats, except compile time, taken around the compile call)."""
+
+    compile_ms: float  # median over the repetitions
+    mask_us_median: float  # per generated token
+    mask_us_p99: float
+    generated_tokens: int  # of the last constrained run
+    forced_tokens: int  # of those, appended without sampling
+    truncated_runs: int  # runs that reached GRAMMAR_MAX_TOKENS before the document ended
+    constrained: Series = field(default_factory=Series)  # decode tokens/s
+    unconstrained: Series = field(default_factory=Series)  # as many tokens, no grammar
+
+    @property
+    def decode_ratio(self) -> float:
+        """Constrained / unconstrained decode tokens/s (medians)."""
+        base = self.unconstrained.median
+        return self.constrained.median / base if base else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(constrained=self.constrained.summary(),
+                    unconstrained=self.unconstrained.summary(),
+                    constrained_tokens_per_s=self.constrained.median,
+                    unconstrained_tokens_per_s=self.unconstrained.median,
+                    decode_ratio=self.decode_ratio)
+        return data
+
+
+@dataclass
 class BenchResult:
     model: str
     engine: str
@@ -59,6 +101,7 @@ class BenchResult:
     prefill: Series
     decode: Series
     read_bandwidth_gb_per_s: float
+    grammar: GrammarResult | None = None
 
     @property
     def decode_roofline_tokens_per_s(self) -> float:
@@ -78,6 +121,7 @@ class BenchResult:
             decode_tokens_per_s=self.decode.median,
             decode_roofline_tokens_per_s=self.decode_roofline_tokens_per_s,
             decode_roofline_fraction=self.decode_roofline_fraction,
+            grammar=self.grammar.to_json() if self.grammar is not None else None,
         )
         return data
 
@@ -110,6 +154,15 @@ def _prompt(model: Model, n_tokens: int) -> np.ndarray[Any, np.dtype[np.int32]]:
     return ids
 
 
+def bench_constraint(schema: dict[str, Any]) -> Constraint:
+    """The constraint of a schema (checked: ToolSchemaError with its
+    location), or of a grammar document that uses the x-adil-* extensions
+    (taken as it is: the engine's compiler checks it)."""
+    if any(isinstance(key, str) and key.startswith("x-adil-") for key in schema):
+        return Constraint.raw(schema)
+    return schema_constraint(schema)
+
+
 def run_bench(
     model_path: str,
     *,
@@ -118,16 +171,22 @@ def run_bench(
     gen_tokens: int = 128,
     repetitions: int = 5,
     library: str | None = None,
+    schema: dict[str, Any] | None = None,
 ) -> BenchResult:
     """Runs the prefill test (`prompt_tokens` >= MIN_PROMPT_TOKENS) and the
     decode test (`gen_tokens` >= MIN_GEN_TOKENS) `repetitions` (>= 1) times
-    each; InvalidArgumentError for sizes below those."""
+    each, and with `schema` the constrained-decoding test (see the module
+    docstring); InvalidArgumentError for sizes below those."""
     for name, value, minimum in (("prompt_tokens", prompt_tokens, MIN_PROMPT_TOKENS),
                                  ("gen_tokens", gen_tokens, MIN_GEN_TOKENS),
                                  ("repetitions", repetitions, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise InvalidArgumentError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    constraint = bench_constraint(schema) if schema is not None else None
     need = max(prompt_tokens, gen_tokens + 1) + 8
+    if constraint is not None:
+        need = max(need, len(GRAMMAR_PROMPT.encode("utf-8")) + GRAMMAR_MAX_TOKENS + 8)
+    grammar: GrammarResult | None = None
     with Engine.open(library=library, threads=threads) as engine, \
             engine.load_model(model_path, threads=threads, context_length=need) as model:
         threads = model.info.threads  # what runs: the engine may use fewer than asked
@@ -142,6 +201,8 @@ def run_bench(
             done = model.complete(bos, max_tokens=gen_tokens, sampling=_GREEDY,
                                   ignore_eos=True)
             decode.values.append(done.stats.decode_tokens_per_s)
+        if constraint is not None:
+            grammar = _grammar_bench(model, constraint, repetitions)
         engine_name = f"{engine.info.engine_name} {engine.info.engine_version}"
         cpu_features, kernels = engine.info.cpu_features, engine.info.kernels
         weight_bytes = model.info.size_bytes
@@ -158,7 +219,61 @@ def run_bench(
         prefill=prefill,
         decode=decode,
         read_bandwidth_gb_per_s=measure_read_bandwidth(threads),
+        grammar=grammar,
     )
+
+
+def _grammar_bench(model: Model, constraint: Constraint, repetitions: int) -> GrammarResult:
+    compile_ms: list[float] = []
+    for _ in range(repetitions):
+        start = time.perf_counter()
+        model._compile_grammar(constraint)
+        compile_ms.append((time.perf_counter() - start) * 1000)
+    prompt = model.tokenize(GRAMMAR_PROMPT)
+    masks: list[float] = []
+    result = GrammarResult(compile_ms=statistics.median(compile_ms), mask_us_median=0.0,
+                           mask_us_p99=0.0, generated_tokens=0, forced_tokens=0,
+                           truncated_runs=0)
+    for _ in range(repetitions):
+        masks.extend(_mask_times(model, prompt, constraint))
+        # Constrained and unconstrained decode of as many tokens, alternating.
+        try:
+            done = model.complete(prompt, max_tokens=GRAMMAR_MAX_TOKENS, sampling=_GREEDY,
+                                  constraint=constraint)
+            stats = done.stats
+        except OutputValidationError:
+            result.truncated_runs += 1
+            continue
+        result.generated_tokens, result.forced_tokens = stats.n_generated, stats.forced_tokens
+        if stats.n_generated < MIN_GEN_TOKENS:
+            continue  # no decode step to time
+        result.constrained.values.append(stats.decode_tokens_per_s)
+        free = model.complete(prompt, max_tokens=stats.n_generated, sampling=_GREEDY,
+                              ignore_eos=True)
+        result.unconstrained.values.append(free.stats.decode_tokens_per_s)
+    if masks:
+        result.mask_us_median = float(np.percentile(masks, 50))
+        result.mask_us_p99 = float(np.percentile(masks, 99))
+    return result
+
+
+def _mask_times(model: Model, prompt: Any, constraint: Constraint) -> list[float]:
+    """µs of grammar work per token: a constrained run stepped one token at
+    a time, the growth of its grammar_ms at each step."""
+    times: list[float] = []
+    before = 0.0
+    with model.generate(prompt, max_tokens=GRAMMAR_MAX_TOKENS, sampling=_GREEDY,
+                        constraint=constraint) as generation:
+        generation._capacity = 1
+        try:
+            for piece in generation:
+                now = generation.live_stats().grammar_ms
+                if piece.tokens:
+                    times.append((now - before) * 1000 / len(piece.tokens))
+                before = now
+        except OutputValidationError:
+            pass  # truncated: the steps before count all the same
+    return times
 
 
 def format_table(result: BenchResult) -> str:
@@ -180,4 +295,14 @@ def format_table(result: BenchResult) -> str:
         f"{result.decode_roofline_tokens_per_s:.1f} tokens/s; decode at "
         f"{100 * result.decode_roofline_fraction:.0f}% of it",
     ]
+    grammar = result.grammar
+    if grammar is not None:
+        lines += [
+            f"grammar: compile {grammar.compile_ms:.2f} ms; mask per token median "
+            f"{grammar.mask_us_median:.1f} us, p99 {grammar.mask_us_p99:.1f} us; "
+            f"{grammar.forced_tokens} of {grammar.generated_tokens} tokens forced",
+            f"constrained decode {grammar.constrained.median:.2f} tokens/s vs unconstrained "
+            f"{grammar.unconstrained.median:.2f}: x{grammar.decode_ratio:.3f}"
+            + (f" ({grammar.truncated_runs} runs truncated)" if grammar.truncated_runs else ""),
+        ]
     return "\n".join(lines)

@@ -2,9 +2,14 @@
 
     adil info [--json] [--library PATH]
     adil generate --model PATH|ALIAS [--max-tokens N] [--temperature T] [--seed S]
-                  [--threads N] [--stats] [--chat] "prompt"
+                  [--threads N] [--stats] [--chat] [--schema FILE] "prompt"
     adil bench --model PATH|ALIAS [--threads N] [--prompt-tokens 512] [--gen-tokens 128]
-               [--repetitions 5] [--json]
+               [--repetitions 5] [--schema FILE] [--json]
+
+--schema FILE: a JSON schema (the SDK's subset).  generate prints one valid
+document of it once complete (exit 2 with the error, e.g. output_validation_failed
+when max_tokens cuts it short); bench adds the grammar's figures (compile
+time, mask time per token, forced tokens, constrained vs unconstrained decode).
 """
 
 from __future__ import annotations
@@ -20,9 +25,13 @@ from typing import Any
 
 from .engine import Engine
 from .errors import AdilError
+from .generation import Stats
 from .sampling import Sampling
 
-__all__ = ["main"]
+__all__ = ["SCHEMA_MAX_TOKENS", "main"]
+
+# generate's default max_tokens with --schema: a document cut short is an error.
+SCHEMA_MAX_TOKENS = 512
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -67,22 +76,38 @@ def _generate(args: argparse.Namespace) -> int:
     prompt = args.prompt
     if args.chat:
         prompt = model.render_chat([{"role": "user", "content": prompt}])
-    generation = model.generate(prompt, max_tokens=args.max_tokens, sampling=sampling)
-    for piece in generation:
-        sys.stdout.write(piece.text)
-        sys.stdout.flush()
+    max_tokens = args.max_tokens or (SCHEMA_MAX_TOKENS if args.schema else 128)
+    if args.schema is not None:
+        # The document is printed once it is complete and valid, never a part of it.
+        with model.generate(prompt, max_tokens=max_tokens, sampling=sampling,
+                            schema=args.schema) as generation:
+            done = generation.completion()
+        print(done.text.strip())  # the document, without the whitespace around it
+        if args.stats:
+            _print_stats(done.stats, done.stop_reason, grammar=True)
+        return 0
+    with model.generate(prompt, max_tokens=max_tokens, sampling=sampling) as generation:
+        for piece in generation:
+            sys.stdout.write(piece.text)
+            sys.stdout.flush()
     sys.stdout.write("\n")
     if args.stats:
-        s = generation.stats
-        print(
-            f"prefill: {s.n_prompt_tokens - s.n_cached_tokens} tokens in {s.prefill_ms:.1f} ms "
-            f"({s.prefill_tokens_per_s:.1f} tokens/s)\n"
-            f"decode:  {max(s.n_generated - 1, 0)} tokens in {s.decode_ms:.1f} ms "
-            f"({s.decode_tokens_per_s:.1f} tokens/s)\n"
-            f"stop:    {generation.stop_reason}",
-            file=sys.stderr,
-        )
+        _print_stats(generation.stats, generation.stop_reason, grammar=False)
     return 0
+
+
+def _print_stats(s: Stats, stop_reason: str, *, grammar: bool) -> None:
+    lines = [
+        f"prefill: {s.n_prompt_tokens - s.n_cached_tokens} tokens in {s.prefill_ms:.1f} ms "
+        f"({s.prefill_tokens_per_s:.1f} tokens/s)",
+        f"decode:  {max(s.n_generated - 1, 0)} tokens in {s.decode_ms:.1f} ms "
+        f"({s.decode_tokens_per_s:.1f} tokens/s)",
+    ]
+    if grammar:
+        lines.append(f"grammar: {s.grammar_ms:.2f} ms, {s.forced_tokens} of {s.n_generated} "
+                     "tokens forced")
+    lines.append(f"stop:    {stop_reason}")
+    print("\n".join(lines), file=sys.stderr)
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -90,7 +115,7 @@ def _bench(args: argparse.Namespace) -> int:
 
     result = run_bench(_resolve_model(args.model), threads=args.threads,
                        prompt_tokens=args.prompt_tokens, gen_tokens=args.gen_tokens,
-                       repetitions=args.repetitions, library=args.library)
+                       repetitions=args.repetitions, library=args.library, schema=args.schema)
     print(json.dumps(result.to_json(), indent=2) if args.json else format_table(result))
     return 0
 
@@ -128,6 +153,23 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _schema_file(path: str) -> dict[str, Any]:
+    """The JSON object in file `path` (checked against the subset later,
+    where a refusal names its JSON Pointer)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            schema = json.load(file)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"expected a readable JSON file, got {path!r} "
+                                         f"({exc.strerror})") from None
+    except (ValueError, RecursionError) as exc:
+        raise argparse.ArgumentTypeError(f"expected a JSON file, got {path!r} ({exc})") from None
+    if not isinstance(schema, dict):
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON schema (an object), got {path!r} holding a {type(schema).__name__}")
+    return schema
+
+
 def _non_empty(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("expected a path or a name, got ''")
@@ -153,9 +195,9 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--model", required=True, type=_non_empty,
                      help="a model file, or an installed alias")
     gen.add_argument("--library", type=_non_empty, help="an engine library by path")
-    gen.add_argument("--max-tokens", type=positive, default=128, metavar="N",
+    gen.add_argument("--max-tokens", type=positive, default=None, metavar="N",
                      help="at most N tokens (>= 1; end of text or a full context stop "
-                          "sooner); default 128")
+                          f"sooner); default 128, {SCHEMA_MAX_TOKENS} with --schema")
     gen.add_argument("--temperature", type=_non_negative_float, default=0.0, metavar="T",
                      help="sampling temperature >= 0 (0: greedy); default 0")
     gen.add_argument("--seed", type=_seed, default=None, metavar="S",
@@ -167,6 +209,10 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--stats", action="store_true", help="prefill and decode tokens/s")
     gen.add_argument("--chat", action="store_true",
                      help="send the prompt as a user message through the model's chat template")
+    gen.add_argument("--schema", type=_schema_file, default=None, metavar="FILE",
+                     help="a JSON schema file: print one valid JSON document of it (the "
+                          "engine's grammar keeps the output valid; exit 2 if it cannot be "
+                          "completed within --max-tokens)")
     gen.set_defaults(run=_generate)
 
     bench = sub.add_parser("bench", help="prefill and decode tokens/s, bandwidth roofline")
@@ -182,6 +228,10 @@ def _parser() -> argparse.ArgumentParser:
                                          "comes from the prefill); default 128")
     bench.add_argument("--repetitions", type=positive, default=5, metavar="N",
                        help="runs of each test >= 1 (the median is reported); default 5")
+    bench.add_argument("--schema", type=_schema_file, default=None, metavar="FILE",
+                       help="also measure constrained decoding with this JSON schema (or a "
+                            "grammar document with x-adil-tools): compile time, mask time per "
+                            "token, forced tokens, decode speed against unconstrained")
     bench.add_argument("--json", action="store_true", help="one JSON object")
     bench.set_defaults(run=_bench)
     return parser
@@ -194,6 +244,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(result)
     except AdilError as error:
         message = " ".join(str(error).split())  # one line, whatever the message holds
+        location = getattr(error, "location", None)
+        if location is not None:
+            message += f" (at {json.dumps(location, ensure_ascii=False)})"
         print(f"adil: error [{error.code}]: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

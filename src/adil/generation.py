@@ -334,9 +334,8 @@ class Generation(Iterator[Piece]):
                      or 0 < self._max_tokens <= len(self._token_list))
         what = (f"the output was truncated by max_tokens={self._max_tokens} before the document "
                 "was complete" if truncated else "the engine refused the output")
-        return OutputValidationError(
-            f"{what} (at {location or 'the top level'!s} after {len(text)} characters): "
-            f"{error.message}", location=location, text=text)
+        return OutputValidationError(f"{what} after {len(text)} characters: {error.message}",
+                                     location=location, text=text)
 
     # -- lifetime -------------------------------------------------------
     def close(self) -> None:

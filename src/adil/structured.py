@@ -88,12 +88,18 @@ def output_schema(spec: Any) -> OutputSchema:
     return OutputSchema(schema, schema_constraint(schema), spec)
 
 
+# Where a container of a JSON prefix stands (prefix_location).
+_KEY, _VALUE, _DONE = 0, 1, 2  # writing a key / inside a value / after a complete value
+
+
 def prefix_location(text: str) -> str:
     """The JSON Pointer of the value that the JSON prefix `text` was
-    writing when it stopped (``{"a":[1,`` -> ``/a/1``; the object itself
-    while a key is being written).  Meant for text an engine cut short or
-    refused: it reads what it can and never raises."""
-    frames: list[list[Any]] = []  # [is_object, key or index, in a value]
+    writing when it stopped (``{"a":[1,`` -> ``/a/1``); the container
+    itself while a key is written or after a complete string or container
+    (``{"a":"x"`` -> ``""``: what comes next belongs to the object).  Meant
+    for text an engine cut short or refused: it reads what it can and never
+    raises."""
+    frames: list[list[Any]] = []  # [is_object, key or index, _KEY | _VALUE | _DONE]
     i = 0
     while i < len(text):
         char = text[i]
@@ -101,31 +107,32 @@ def prefix_location(text: str) -> str:
             end = _string_end(text, i)
             if end is None:
                 break  # inside a string: the value it belongs to stands
-            frame = frames[-1] if frames else None
-            if frame is not None and frame[0] and not frame[2]:
-                frame[1] = _key(text[i:end])
+            if frames and frames[-1][0] and frames[-1][2] == _KEY:
+                frames[-1][1] = _key(text[i:end])
+            elif frames:
+                frames[-1][2] = _DONE
             i = end
             continue
         _structure(frames, char)
         i += 1
-    return join("", *(frame[1] for frame in frames if frame[2] and frame[1] is not None))
+    return join("", *(frame[1] for frame in frames if frame[2] == _VALUE))
 
 
 def _structure(frames: list[list[Any]], char: str) -> None:
-    if char == "{":
-        frames.append([True, None, False])
-    elif char == "[":
-        frames.append([False, 0, True])
+    if char in "{[":
+        frames.append([True, None, _KEY] if char == "{" else [False, 0, _VALUE])
     elif char in "}]" and frames:
         frames.pop()
+        if frames:
+            frames[-1][2] = _DONE
     elif char == ":" and frames and frames[-1][0]:
-        frames[-1][2] = True
+        frames[-1][2] = _VALUE
     elif char == "," and frames:
         frame = frames[-1]
         if frame[0]:
-            frame[1], frame[2] = None, False
+            frame[1], frame[2] = None, _KEY
         else:
-            frame[1] += 1
+            frame[1], frame[2] = frame[1] + 1, _VALUE
 
 
 def _string_end(text: str, start: int) -> int | None:

@@ -65,8 +65,14 @@ class Agent:
     errors are retried.  ``policy(view)`` gets a read-only
     :class:`~.proposal.ProposalView` and may answer "deny" (the call is
     rejected) or "allow" (recorded; a person must still confirm).
-    ``tool_choice``: "auto", "none", or a tool name to force on the first
-    turn (CapabilityError when the engine cannot constrain its output).
+    ``tool_choice``: "auto" (the model may call tools), "none" (no tools
+    offered), "required" (the first turn of a run must call one of the
+    tools) or a tool's name (the first turn calls it).  Forcing needs an
+    engine with grammar support (else the run fails with CapabilityError).
+    On such an engine every call is constrained by the grammar, so it is
+    valid by construction; ``constrain_calls=False`` leaves "auto" turns
+    unconstrained (the validator alone judges their calls).  See
+    :mod:`.loop` for what happens when the grammar refuses a call.
     ``result_hook(call, text) -> text`` may rewrite a result before the
     model sees it (it must return a str of Unicode text: anything else
     fails the run with InvalidArgumentError); ``max_result_tokens`` cuts longer results (default: a
@@ -90,6 +96,7 @@ class Agent:
         max_result_tokens: int | None = None,
         n: int = 1,
         clock: Clock = time.monotonic,
+        constrain_calls: bool = True,
     ) -> None:
         self._config = AgentConfig(
             model=model, tools=tools_by_name(tools), instructions=instructions, policy=policy,
@@ -97,6 +104,7 @@ class Agent:
             retry=RetryPolicy() if retry is None else retry, tool_choice=tool_choice,
             max_tokens=max_tokens, sampling=sampling, max_turns=max_turns,
             result_hook=result_hook, max_result_tokens=max_result_tokens, n=n, clock=clock,
+            constrain_calls=constrain_calls,
         )
         self._conversation = Conversation(
             system_message(instructions, self._config.offered_tools))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
+from ..constraints import Constraint, tool_call_constraint
 from ..errors import InvalidArgumentError, ToolSchemaError, check_int
 from ..retry import RetryPolicy
 from ..sampling import Sampling
@@ -15,8 +17,12 @@ from .proposal import ProposalView
 from .protocol import ModelLike
 from .records import ToolCall
 
-__all__ = ["AgentConfig", "Policy", "PolicyDecision", "ResultHook", "require_text",
-           "tools_by_name"]
+__all__ = ["TOOL_CHOICES", "AgentConfig", "Policy", "PolicyDecision", "ResultHook",
+           "require_text", "tools_by_name"]
+
+# tool_choice values besides a tool's name (they win over a tool of that name).
+TOOL_CHOICES = ("auto", "none", "required")
+_TOOL_CHOICE_TEXT = "'auto', 'none', 'required' or the name of a tool"
 
 PolicyDecision = Literal["allow", "deny"] | None
 Policy = Callable[[ProposalView], PolicyDecision]
@@ -76,6 +82,7 @@ class AgentConfig:
     max_result_tokens: int | None
     n: int
     clock: Clock
+    constrain_calls: bool = True
 
     def __post_init__(self) -> None:
         missing = [m for m in ("render_chat", "generate", "cancel_token")
@@ -100,16 +107,10 @@ class AgentConfig:
                                ("clock", self.clock)):
             if function is not None and not callable(function):
                 raise InvalidArgumentError(f"{name} must be callable, got {function!r}")
-        if not isinstance(self.tool_choice, str):
+        self._check_tool_choice()
+        if not isinstance(self.constrain_calls, bool):
             raise InvalidArgumentError(
-                f"tool_choice must be 'auto', 'none' or the name of a tool, "
-                f"got {self.tool_choice!r}"
-            )
-        if self.tool_choice not in ("auto", "none") and self.tool_choice not in self.tools:
-            raise InvalidArgumentError(
-                "tool_choice must be 'auto', 'none' or the name of a tool, "
-                f"got {self.tool_choice!r}"
-            )
+                f"constrain_calls must be True or False, got {self.constrain_calls!r}")
         for name, value in (("max_tokens", self.max_tokens), ("max_turns", self.max_turns),
                             ("n", self.n)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -117,11 +118,36 @@ class AgentConfig:
         if self.max_result_tokens is not None:
             check_int("max_result_tokens", self.max_result_tokens, low=16)
 
+    def _check_tool_choice(self) -> None:
+        choice = self.tool_choice
+        if not isinstance(choice, str) or (choice not in TOOL_CHOICES and choice not in self.tools):
+            raise InvalidArgumentError(f"tool_choice must be {_TOOL_CHOICE_TEXT}, got {choice!r}")
+        if choice == "required" and not self.tools:
+            raise InvalidArgumentError("tool_choice='required' needs at least one tool")
+
     @property
-    def forced_tool(self) -> Tool | None:
-        return self.tools.get(self.tool_choice) if self.tool_choice not in ("auto", "none") \
-            else None
+    def forced_tools(self) -> list[Tool]:
+        """The tools a forced first turn chooses from: every tool for
+        "required", the named one for a name, none otherwise."""
+        if self.tool_choice == "required":
+            return list(self.tools.values())
+        tool = self.tools.get(self.tool_choice) if self.tool_choice not in TOOL_CHOICES else None
+        return [tool] if tool is not None else []
 
     @property
     def offered_tools(self) -> list[Tool]:
         return [] if self.tool_choice == "none" else list(self.tools.values())
+
+    @cached_property
+    def forced_constraint(self) -> Constraint | None:
+        """The grammar of a forced first turn: the bare call envelope."""
+        forced = self.forced_tools
+        return tool_call_constraint(forced) if forced else None
+
+    @cached_property
+    def lazy_constraint(self) -> Constraint | None:
+        """The grammar of an "auto" turn: free text, and each call from its
+        opening tag on (None when calls are not constrained)."""
+        offered = self.offered_tools
+        return tool_call_constraint(offered, lazy=True) if offered and self.constrain_calls \
+            else None

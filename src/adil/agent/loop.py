@@ -4,6 +4,31 @@ tools, feed results back, until the model answers without a call.
 One :class:`RunLoop` drives one segment of a run (``run()`` or
 ``resume()``); it returns an :class:`Ending` and leaves the bookkeeping of
 the agent (whose run is active, which proposal is pending) to the Agent.
+
+Constrained calls.  When the model's engine compiles grammars (its
+``capabilities`` list ``grammar``, see :mod:`adil.constraints`), each turn's
+generation carries a constraint:
+
+* ``tool_choice="auto"``: a lazy one (free text; from ``<tool_call>`` on,
+  one call of an offered tool with its arguments' schema, then
+  ``</tool_call>``).  ``Agent(constrain_calls=False)`` leaves these turns
+  unconstrained: the validator alone judges the calls.
+* ``tool_choice="required"`` or a tool's name: on the first turn of a run
+  the call is forced from the first token (the model writes the bare
+  envelope ``{"name":...,"arguments":...}``, a call of any tool or of the
+  named one); later turns are "auto" turns, so the run can end.  Forcing
+  needs the grammar: on an engine without it the run fails with
+  :class:`~adil.errors.CapabilityError` (``constrain_calls`` does not
+  change that).
+* ``"none"``: no tools, no constraint.
+
+A constrained generation that ends with :class:`OutputValidationError` (the
+engine refused what the model wrote, or ``max_tokens`` cut a call short)
+does not fail the run: the call it was writing becomes an ``invalid`` call
+with that error (its ``location`` relative to the arguments), the model is
+told as for any invalid call, and the next turn may try again, within
+``max_turns``.  Calls completed earlier in the same turn are handled as
+usual.
 """
 
 from __future__ import annotations
@@ -13,9 +38,11 @@ import secrets
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..constraints import Constraint, supports_grammar
 from ..errors import (
     AdilError,
     CancelledError,
+    CapabilityError,
     DeadlineError,
     InvalidArgumentError,
     OutputValidationError,
@@ -33,8 +60,10 @@ from .syntax import (
     CALL_CLOSE,
     CALL_OPEN,
     RESULT_OPEN,
+    arguments_error,
     error_payload,
     parse_envelope,
+    peek_name,
     result_block,
     split_calls,
     unicode_safe,
@@ -86,19 +115,22 @@ class RunLoop:
                     f"the run reached max_turns={self.config.max_turns} model turns "
                     "without a final answer"
                 )
-            text, generation = self._generate()
+            text, generation, refused = self._generate()
             state.turns += 1
             state.cancel_ack = state.cancel_ack or bool(generation.cancel_acknowledged)
             if generation.stop_reason == "cancelled":
                 return Ending("cancelled")
             bodies = self._calls_in(text)
+            if refused is not None and not bodies:
+                bodies = [text]  # the call was refused before it showed: still one call
             if not bodies:
                 self.conversation.append("assistant", text)
                 return Ending("completed", text=text)
             self.conversation.append("assistant", _assistant_text(text, bodies,
                                                                   forced=self._forced_now()))
-            for body in bodies:
-                state.queue.append(self._record(body))
+            for i, body in enumerate(bodies):
+                last = i == len(bodies) - 1
+                state.queue.append(self._record(body, refused if last else None))
             if generation.cancel_acknowledged or self._stopped():
                 return Ending("cancelled")  # the calls never start
 
@@ -111,7 +143,8 @@ class RunLoop:
         return bool(self.seg.token.cancelled())
 
     def _forced_now(self) -> bool:
-        return self.config.forced_tool is not None and self.state.turns <= 1
+        """True for the turn just generated when it was forced (the first)."""
+        return bool(self.config.forced_tools) and self.state.turns <= 1
 
     def _calls_in(self, text: str) -> list[str]:
         if self.config.tool_choice == "none":
@@ -121,10 +154,15 @@ class RunLoop:
         return split_calls(text)[1]
 
     # -- one model turn ---------------------------------------------------
-    def _generate(self) -> tuple[str, GenerationLike]:
+    def _generate(self) -> tuple[str, GenerationLike, OutputValidationError | None]:
+        """One model turn: its text, the generation, and the error that ended
+        a constrained generation early (the engine refused the output, or
+        max_tokens cut a call short), if any."""
         config, seg = self.config, self.seg
-        forced = self.config.forced_tool if self.state.turns == 0 else None
+        forced = self.state.turns == 0 and bool(config.forced_tools)
+        constraint = self._constraint(forced)
         prompt = config.model.render_chat(self.conversation.snapshot(), deadline=seg.deadline)
+        extra: dict[str, Any] = {} if constraint is None else {"constraint": constraint}
 
         def attempt() -> GenerationLike:
             left = seg.deadline.remaining()
@@ -133,26 +171,49 @@ class RunLoop:
             timeout = Timeout(connect=seg.timeout.connect, read=seg.timeout.read, total=left)
             return config.model.generate(
                 prompt, max_tokens=config.max_tokens, sampling=config.sampling,
-                schema=_envelope_schema(forced) if forced is not None else None,
                 timeout=timeout, cancel=seg.token,
-                stop=(RESULT_OPEN,) if config.offered_tools and forced is None else (),
-                n=config.n, images=self.state.images,
+                stop=(RESULT_OPEN,) if config.offered_tools and not forced else (),
+                n=config.n, images=self.state.images, **extra,
             )
 
         generation = config.retry.call(
             attempt, deadline=seg.deadline, sleep=seg.sleep, should_stop=seg.token.cancelled
         )
+        refused: OutputValidationError | None = None
         try:
             for _ in generation:
                 pass
+        except OutputValidationError as exc:
+            if constraint is None:
+                raise
+            refused = exc
         finally:
             generation.close()
-        return generation.text, generation
+        return generation.text, generation, refused
 
-    def _record(self, body: str) -> int:
-        """Adds a ToolCall for one call the model wrote; returns its index."""
-        parsed = parse_envelope(body)
+    def _constraint(self, forced: bool) -> Constraint | None:
+        """The grammar of this turn (see the module docstring)."""
+        config = self.config
+        grammar = supports_grammar(config.model)
+        if forced:
+            if not grammar:
+                raise CapabilityError(
+                    f"tool_choice={config.tool_choice!r} forces a tool call, which needs an "
+                    "engine with grammar support; this model's engine has none (its "
+                    f"capabilities: {_capabilities(config.model)})")
+            return config.forced_constraint
+        return config.lazy_constraint if grammar else None
+
+    def _record(self, body: str, refused: OutputValidationError | None = None) -> int:
+        """Adds a ToolCall for one call the model wrote; returns its index.
+        `refused`: the engine refused this call as it was written."""
         call_id = "call_" + secrets.token_hex(8)
+        if refused is not None:
+            self.state.calls.append(ToolCall(
+                call_id=call_id, tool=peek_name(body), raw=body, status="invalid",
+                error=arguments_error(refused)))
+            return len(self.state.calls) - 1
+        parsed = parse_envelope(body)
         tool = self.config.tools.get(parsed.name) if parsed.name is not None else None
         error = parsed.error
         if error is None and tool is None:
@@ -392,12 +453,12 @@ def _assistant_text(text: str, bodies: list[str], *, forced: bool) -> str:
     return text[: end + len(CALL_CLOSE)] if end >= 0 else text
 
 
-def _envelope_schema(tool: Tool) -> dict[str, Any]:
-    """The grammar that forces a call of `tool`."""
-    return {
-        "type": "object",
-        "properties": {"name": {"type": "string", "const": tool.name},
-                       "arguments": tool.parameters},
-        "required": ["name", "arguments"],
-        "additionalProperties": False,
-    }
+def _capabilities(model: object) -> str:
+    """What a model lists as its capabilities, for a message."""
+    listed = getattr(model, "capabilities", None)
+    if listed is None:
+        return "not listed"
+    try:
+        return ", ".join(str(c) for c in listed) or "none"
+    except TypeError:
+        return "not listed"

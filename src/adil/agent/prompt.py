@@ -13,11 +13,12 @@ __all__ = ["system_message"]
 
 _TOOL_RULES = f"""\
 You can call tools. To call one, write exactly
-{CALL_OPEN}{{"name": "TOOL_NAME", "arguments": {{...}}}}{CALL_CLOSE}
+{CALL_OPEN}{{"name":"TOOL_NAME","arguments":{{...}}}}{CALL_CLOSE}
 and end your turn. Arguments must match the tool's parameters schema; write
 numbers as plain JSON numbers within ±{MAX_EXACT} and use strings for larger
-or exact-decimal identifiers. Each result comes back in a <tool_result> block.
-Some tools wait for a person to confirm them; a rejected call did not run.
+or exact-decimal identifiers. Each result comes back in a <tool_result>
+block. Some tools wait for a person to confirm them; a rejected call did not
+run.
 Available tools:"""
 
 

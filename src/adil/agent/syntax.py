@@ -2,9 +2,13 @@
 
 A model calls a tool by writing (one or more calls), then ending its turn::
 
-    <tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>
+    <tool_call>{"name":"get_weather","arguments":{"city":"Oslo"}}</tool_call>
 
-``arguments`` is a JSON object (a JSON string holding one is also read).
+This compact form, ``name`` first, is the one the prompt shows and the
+engine's grammar prefers (the text it forces is compact; it allows a little
+whitespace between tokens, and without a grammar any JSON whitespace is
+read).  ``arguments`` is a JSON object (a JSON string holding one is also
+read).
 The SDK answers in the next user turn, one block per call::
 
     <tool_result call_id="call_3f2a..." name="get_weather">
@@ -16,8 +20,10 @@ cut to fit the context), or ``{"error": {"code": ..., "message": ...}}``.
 Everything the SDK writes back is Unicode text: a lone surrogate (which a
 tool's result or error message may hold, and which UTF-8 cannot encode) is
 written as its JSON escape ``\\udXXX`` (:func:`unicode_safe`).
-When a tool is forced (``tool_choice="name"``) the model writes the bare
-JSON object, constrained by a grammar.
+When a call is forced (``tool_choice="required"`` or a tool's name) the
+model writes the bare JSON object, constrained by a grammar; in ``"auto"``
+turns an engine with a grammar constrains each call from its opening tag on
+(see :mod:`.loop`).
 
 A call that was cut off is refused like any invalid call (the model is
 told, and may write it again): one without its closing tag, and a turn that
@@ -37,14 +43,17 @@ from ..tools.arguments import json_type
 from ..tools.depth import MAX_DEPTH, too_deep_at
 from ..tools.strict_json import strict_loads
 
-__all__ = ["CALL_CLOSE", "CALL_OPEN", "RESULT_OPEN", "ParsedCall", "error_payload", "parse_calls",
-           "parse_envelope", "result_block", "split_calls", "unicode_safe"]
+__all__ = ["CALL_CLOSE", "CALL_OPEN", "RESULT_OPEN", "ParsedCall", "arguments_error",
+           "error_payload", "parse_calls", "parse_envelope", "peek_name", "result_block",
+           "split_calls", "unicode_safe"]
 
 CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"
 # Generation stops here: a model that starts writing a result itself is cut.
 RESULT_OPEN = "<tool_result"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# The start of an envelope up to its name (a call cut short may end after it).
+_NAME_FIRST = re.compile(r'\s*\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")')
 
 
 @dataclass(frozen=True)
@@ -110,7 +119,7 @@ def parse_envelope(body: str) -> ParsedCall:
     try:
         envelope = strict_loads(body, max_depth=MAX_DEPTH + 1)
     except OutputValidationError as exc:
-        return ParsedCall(body, _peek_name(body), None, _relative(exc))
+        return ParsedCall(body, _peek_name(body), None, arguments_error(exc))
     if not isinstance(envelope, dict) or not isinstance(envelope.get("name"), str):
         return ParsedCall(body, None, None, OutputValidationError(
             'a tool call is {"name": "...", "arguments": {...}}', location=None))
@@ -131,11 +140,28 @@ def parse_envelope(body: str) -> ParsedCall:
     return ParsedCall(body, name, arguments, None)
 
 
-def _relative(exc: OutputValidationError) -> OutputValidationError:
+def arguments_error(exc: OutputValidationError) -> OutputValidationError:
+    """`exc`, read in a whole call envelope, as an error of the call: its
+    location relative to the arguments, or None with the message saying it
+    is in the envelope."""
     location = exc.location
     if location is not None and (location == "/arguments" or location.startswith("/arguments/")):
         return OutputValidationError(str(exc), location=location[len("/arguments"):])
     return OutputValidationError(f"in the tool call envelope: {exc}", location=None)
+
+
+def peek_name(body: str) -> str | None:
+    """The tool name at the start of a call, even one cut short or refused
+    after its name (``<tool_call>{"name":"x","argu``); None when it does not
+    get that far."""
+    match = _NAME_FIRST.match(body.removeprefix(CALL_OPEN))
+    if match is None:
+        return None
+    try:
+        name = json.loads(match.group(1))
+    except ValueError:
+        return None
+    return name if isinstance(name, str) and unicode_safe(name) == name else None
 
 
 def _peek_name(body: str) -> str | None:
