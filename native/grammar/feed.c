@@ -44,9 +44,13 @@ static inline const frame *at(const feeder *fd, uint32_t i) { return &fd->a->f[i
 static inline const gnode *node_of(const feeder *fd, const frame *f) { return &fd->g->nodes[f->node]; }
 static inline bool is_ws(uint8_t b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r'; }
 
-/* Whitespace in a gap between lexemes: counted, bounded. */
-static int take_ws(const feeder *fd, uint32_t *top, frame *f) {
-    if (f->ws >= GRAMMAR_MAX_WS) return REJECT;
+/* Whitespace in a gap between lexemes: inside a document one space at
+ * most (the ", " and ": " of common JSON styles; more lets a model pad its
+ * output with blank lines); around a lazy document a little of any kind. */
+static int take_ws(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
+    const bool outside = f->type == FR_ROOT;
+    if (outside ? !fd->g->lazy || f->ws >= GRAMMAR_MAX_LAZY_WS : b != ' ' || f->ws >= GRAMMAR_MAX_WS)
+        return REJECT;
     f->ws++;
     *top = grammar_push(fd, f);
     return CONSUMED;
@@ -144,22 +148,22 @@ static int step_object(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
         return replace(fd, top, f);
     case O_FIRST:
     case O_AFTER_VALUE:
-        if (is_ws(b)) return take_ws(fd, top, f);
+        if (is_ws(b)) return take_ws(fd, top, f, b);
         if (b == '}') return required_met(n, f) ? close_container(fd, top, f) : REJECT;
         if (f->phase == O_FIRST) return b == '"' ? open_key(fd, top, f) : REJECT;
         if (b != ',' || !more_keys(n, f)) return REJECT;
         f->phase = O_COMMA;
         return replace(fd, top, f);
     case O_COMMA:
-        if (is_ws(b)) return take_ws(fd, top, f);
+        if (is_ws(b)) return take_ws(fd, top, f, b);
         return b == '"' ? open_key(fd, top, f) : REJECT;
     case O_AFTER_KEY:
-        if (is_ws(b)) return take_ws(fd, top, f);
+        if (is_ws(b)) return take_ws(fd, top, f, b);
         if (b != ':') return REJECT;
         f->phase = O_COLON;
         return replace(fd, top, f);
     case O_COLON: {
-        if (is_ws(b)) return take_ws(fd, top, f);
+        if (is_ws(b)) return take_ws(fd, top, f, b);
         f->phase = O_VALUE;
         replace(fd, top, f);
         const uint32_t value = f->lo != GRAMMAR_NONE ? fd->g->props[n->a + f->lo].value : fd->g->any;
@@ -241,7 +245,7 @@ static int step_array(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
         return replace(fd, top, f);
     case A_FIRST:
     case A_AFTER:
-        if (is_ws(b)) return take_ws(fd, top, f);
+        if (is_ws(b)) return take_ws(fd, top, f, b);
         if (b == ']') return f->count >= n->min_len ? close_container(fd, top, f) : REJECT;
         if (f->phase == A_AFTER) {
             if (b != ',' || f->count >= n->max_len) return REJECT;
@@ -253,7 +257,7 @@ static int step_array(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
         replace(fd, top, f);
         return start_child(fd, top, n->a);
     case A_COMMA:
-        if (is_ws(b)) return take_ws(fd, top, f);
+        if (is_ws(b)) return take_ws(fd, top, f, b);
         f->phase = A_ITEM;
         replace(fd, top, f);
         return start_child(fd, top, n->a);
@@ -371,7 +375,7 @@ static int step_toolcall(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
     const tc_op *op = &TC_PROGRAM[f->phase];
     switch (op->op) {
     case TC_WS:
-        if (is_ws(b)) return take_ws(fd, top, f);
+        if (is_ws(b)) return take_ws(fd, top, f, b);
         f->phase++;
         f->ws = 0;
         return step_toolcall(fd, top, f, b);
@@ -463,12 +467,12 @@ static int step_root(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
         return replace(fd, top, f);
     }
     case R_LEAD:
-        if (is_ws(b)) return take_ws(fd, top, f);
+        if (is_ws(b)) return take_ws(fd, top, f, b);
         f->phase = R_DOC;
         replace(fd, top, f);
         return start_child(fd, top, f->node);
     case R_TRAIL: {
-        if (f->count == 0 && is_ws(b)) return take_ws(fd, top, f);
+        if (f->count == 0 && is_ws(b)) return take_ws(fd, top, f, b);
         if (g->pool[g->end.off + f->count] != b) return REJECT;
         if (++f->count == g->end.len) {
             f->phase = R_FREE;

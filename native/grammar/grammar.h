@@ -26,9 +26,11 @@
  *     an object whose additionalProperties is not false also takes other keys
  *     (written without backslash escapes, never a declared name, never twice)
  *     with any value.  A document nests at most GRAMMAR_MAX_DEPTH containers.
- *     Whitespace: up to GRAMMAR_MAX_WS bytes wherever JSON allows it (so the
- *     usual ", " and ": " spacing and pretty printing are valid), never
- *     needed: forced text (grammar_matcher_forced) is written compact.
+ *     Whitespace: one space (GRAMMAR_MAX_WS) wherever JSON allows whitespace
+ *     (so the usual ", " and ": " spacing is valid), none before a document;
+ *     in lazy mode up to GRAMMAR_MAX_LAZY_WS whitespace bytes after the
+ *     trigger and before the end string.  Never needed: forced text
+ *     (grammar_matcher_forced) is written compact.
  *   - Numbers obey the exact-number rule: integers -?(0|[1-9][0-9]*) within
  *     ±(2^53-1) (no "-0"); for "number" also decimals without exponent with at
  *     most 15 significant digits; within minimum/maximum (inclusive).
@@ -60,9 +62,11 @@
 
 /* Containers a document may nest (the SDK's validators allow 64). */
 
-/* Whitespace bytes allowed between two lexemes of a document. */
-#define GRAMMAR_MAX_WS    16
-#define GRAMMAR_MAX_DEPTH 64
+/* Spaces allowed between two lexemes of a document, and whitespace bytes
+ * allowed after a lazy trigger and before the end string. */
+#define GRAMMAR_MAX_WS      1
+#define GRAMMAR_MAX_LAZY_WS 2
+#define GRAMMAR_MAX_DEPTH   64
 
 typedef enum grammar_token_kind {
     GRAMMAR_TOKEN_TEXT = 0,

@@ -113,9 +113,12 @@ static void test_documents(const grammar_vocab *v) {
                    "\"required\":[\"name\"],\"additionalProperties\":false}");
     expect_valid(g, "{\"name\":\"abc\"}");
     expect_valid(g, "{\"age\":150,\"name\":\"\xc3\xa9\"}");
-    expect_valid(g, "{ \"name\": \"x\", \"tags\": [\"a\", 1.5] }");
+    expect_valid(g, "{\"name\": \"x\", \"tags\": [\"a\", 1.5]}");
     expect_valid(g, "{\"name\":\"\\ud83d\\ude00ab\"}");
     expect_invalid(g, "{\"name\":\"abcd\"}");
+    expect_invalid(g, "{\"name\":  \"x\"}"); /* one space at most */
+    expect_invalid(g, "{\n\"name\":\"x\"}"); /* no blank lines or indentation */
+    expect_invalid(g, " {\"name\":\"x\"}");  /* nothing before the document */
     expect_invalid(g, "{\"age\":151,\"name\":\"a\"}");
     expect_invalid(g, "{\"age\":1}");
     expect_invalid(g, "{\"name\":\"a\",\"name\":\"b\"}");
@@ -173,6 +176,8 @@ static void test_forced_and_lazy(const grammar_vocab *v) {
     grammar_position pos;
     CHECK(run_bytes(g, "Hello <b> <tool_call>{\"name\":\"a\",\"arguments\":{}}</tool_call> done", &pos) < 0);
     CHECK(pos == GRAMMAR_CAN_END);
+    CHECK(run_bytes(g, "<tool_call>\n{\"name\":\"a\",\"arguments\":{}}\n</tool_call>", &pos) < 0);
+    CHECK(run_bytes(g, "<tool_call>\n\n\n{", &pos) >= 0);
     CHECK(run_bytes(g, "Hi <tool_call>{\"name\":\"b\"", &pos) >= 0);
     CHECK(run_bytes(g, "<tool_call>{\"name\":\"a\",\"arguments\":{}}", &pos) < 0 && pos == GRAMMAR_OPEN);
     expect_masks_exact(v, g, "x <tool_call>{\"name\":\"a\",\"arguments\":{\"q\":1}}</tool_call>");

@@ -348,8 +348,9 @@ ADIL_API adil_status adil_token_to_piece(const adil_model *model, int32_t token,
  * maxItems, description, title; a schema without type, enum or const stands
  * for any JSON value.  What the grammar lets a model write:
  *  - every document of the schema in compact canonical form (Python's
- *    json.dumps(v, separators=(",", ":"), ensure_ascii=False)), plus at most
- *    16 whitespace bytes wherever JSON allows whitespace;
+ *    json.dumps(v, separators=(",", ":"), ensure_ascii=False)), plus one
+ *    space wherever JSON allows whitespace (", " and ": " are valid; blank
+ *    lines and indentation are not);
  *  - numbers under the exact-number rule: integers within ±(2^53-1) (never
  *    -0) and, for "number", decimals without exponent of at most 15
  *    significant digits, within minimum/maximum;
@@ -361,7 +362,8 @@ ADIL_API adil_status adil_token_to_piece(const adil_model *model, int32_t token,
  *    tool call {"name":N,"arguments":<S>}, name first, S chosen by N;
  *  - "x-adil-trigger": T, "x-adil-end": E (1 to 64 bytes each): lazy mode,
  *    free text (any token) until T is written, then one document, then E,
- *    then free text again.
+ *    then free text again; up to 2 whitespace bytes may follow T and come
+ *    before E.
  * Returns ADIL_STATUS_INVALID_ARGUMENT for text that is not JSON or a keyword
  * with a value of the wrong type, ADIL_STATUS_CAPABILITY for a keyword outside
  * the subset, a schema no document satisfies, or an engine without grammar
