@@ -28,7 +28,12 @@
  * where NAME is the name's JSON string literal as written in the script.
  * Each run the model admits takes the next turn, unless a scripted fault
  * fails its call (stub_run.c); once none is left, a run's answer is empty
- * and stops at once.
+ * and stops at once.  A run started with a grammar writes the same bytes but
+ * checks each against it first, and stops with output-validation status
+ * where they break it (stub_step.c): scripts test a host's handling of
+ * invalid, cut and truncated structured output.  The tool-call form above
+ * (with its ", " and ": " spacing) is valid under a tool-call grammar, whose
+ * bounded whitespace allows it.
  */
 #ifndef STUB_SCRIPT_H
 #define STUB_SCRIPT_H

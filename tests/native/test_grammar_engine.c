@@ -16,7 +16,9 @@
  *   - max_tokens inside the document: ADIL_STATUS_OUTPUT_VALIDATION,
  *     "truncated", the tokens delivered;
  *   - a grammar compiled for another model is refused at start;
- *   - the mask of the matcher equals accept_token tried on every token.
+ *   - the mask of the matcher equals accept_token tried on every token;
+ *   - compiles on one model from several threads at once share the one
+ *     vocabulary the first of them built (run under TSan for races).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -28,6 +30,7 @@
 #include "tiny_model.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -453,6 +456,36 @@ static void test_mask_equals_accept(adil_model *model) {
     adil_grammar_free(grammar);
 }
 
+typedef struct compile_job {
+    adil_model *model;
+    adil_grammar *grammar;
+    adil_status status;
+} compile_job;
+
+static void *compile_thread(void *arg) {
+    compile_job *job = arg;
+    static const char schema[] = "{\"type\": \"array\"}";
+    job->status = adil_grammar_compile(job->model, schema, strlen(schema), &job->grammar);
+    return NULL;
+}
+
+static void test_concurrent_first_compiles(adil_engine *engine) {
+    adil_model *model = load(engine); /* no grammar compiled for it yet */
+    compile_job jobs[4];
+    pthread_t threads[4];
+    for (int i = 0; model != NULL && i < 4; i++) {
+        jobs[i] = (compile_job){.model = model};
+        CHECK(pthread_create(&threads[i], NULL, compile_thread, &jobs[i]) == 0);
+    }
+    for (int i = 0; model != NULL && i < 4; i++) {
+        pthread_join(threads[i], NULL);
+        CHECK(jobs[i].status == ADIL_OK && jobs[i].grammar != NULL);
+        CHECK(grammar_vocab_of(jobs[i].grammar) == grammar_vocab_of(jobs[0].grammar));
+    }
+    for (int i = 0; model != NULL && i < 4; i++) adil_grammar_free(jobs[i].grammar);
+    adil_model_free(model);
+}
+
 int main(void) {
     adil_host_info host = {sizeof host, ADIL_HOST_MAJOR, 1, "adil-test", "0.0.0"};
     adil_engine *engine = NULL;
@@ -465,6 +498,7 @@ int main(void) {
         test_truncation(model);
         test_grammar_of_another_model(engine, model);
         test_mask_equals_accept(model);
+        test_concurrent_first_compiles(engine);
     }
     adil_model_free(model);
     adil_engine_close(engine);
