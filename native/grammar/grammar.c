@@ -48,7 +48,12 @@ static adil_status add_any(adil_grammar *g) {
 
 /* ---- tool calls ------------------------------------------------------------------ */
 
-static adil_status add_tool(compiler *c, const adil_json *tool, size_t i) {
+typedef struct tool_entry {
+    gtext name; /* "name" with its quotes */
+    uint32_t node;
+} tool_entry;
+
+static adil_status add_tool(compiler *c, const adil_json *tool, size_t i, tool_entry *out) {
     char index[24];
     const size_t old = ptr_push(c, index, (size_t)snprintf(index, sizeof index, "%zu", i));
     const adil_json *name = adil_json_get(tool, "name"), *params = adil_json_get(tool, "parameters");
@@ -56,20 +61,19 @@ static adil_status add_tool(compiler *c, const adil_json *tool, size_t i) {
     if (tool->kind != ADIL_JSON_OBJECT || !name || name->kind != ADIL_JSON_STRING || !params)
         st = fail_at(c, NULL, ADIL_STATUS_INVALID_ARGUMENT,
                      "expected {\"name\": string, \"parameters\": schema}");
-    uint32_t node = 0;
     if (st == ADIL_OK) {
         const size_t inner = ptr_push(c, "parameters", 10);
-        st = compile_schema(c, params, false, &node);
+        st = compile_schema(c, params, false, &out->node);
         ptr_pop(c, inner);
     }
-    gtext t;
-    if (st == ADIL_OK)
-        st = grammar_string_text(c->g, name->str, name->str_len, true, &t) ? grammar_add_lit(c->g, t, node)
-                                                                           : OOM();
+    if (st == ADIL_OK && !grammar_string_text(c->g, name->str, name->str_len, true, &out->name)) st = OOM();
     ptr_pop(c, old);
     return st;
 }
 
+/* The names go into lits as one run (with their argument nodes in
+ * lit_kids) only after every parameter schema is compiled: those schemas add
+ * literals of their own. */
 static adil_status compile_tools(compiler *c, const adil_json *doc, const adil_json *tools, uint32_t *out) {
     for (size_t i = 0; i < doc->n_members; i++)
         if (strncmp(doc->members[i].key, "x-adil-", 7) != 0)
@@ -77,10 +81,16 @@ static adil_status compile_tools(compiler *c, const adil_json *doc, const adil_j
                            "a tool-call grammar takes no schema keyword besides x-adil-tools");
     const size_t old = ptr_push(c, "x-adil-tools", 12);
     adil_status st = ADIL_OK;
-    if (tools->kind != ADIL_JSON_ARRAY || tools->n_items == 0)
+    if (tools->kind != ADIL_JSON_ARRAY || tools->n_items == 0 || tools->n_items > (1u << 16))
         st = fail_at(c, NULL, ADIL_STATUS_INVALID_ARGUMENT, "expected a non-empty list of tools");
+    tool_entry *entries = st == ADIL_OK ? calloc(tools->n_items, sizeof *entries) : NULL;
+    if (st == ADIL_OK && !entries) st = OOM();
+    for (size_t i = 0; st == ADIL_OK && i < tools->n_items; i++)
+        st = add_tool(c, &tools->items[i], i, &entries[i]);
     const uint32_t from = c->g->n_lits;
-    for (size_t i = 0; st == ADIL_OK && i < tools->n_items; i++) st = add_tool(c, &tools->items[i], i);
+    for (size_t i = 0; st == ADIL_OK && i < tools->n_items; i++)
+        st = grammar_add_lit(c->g, entries[i].name, entries[i].node);
+    free(entries);
     if (st == ADIL_OK && grammar_sort_lits(c->g, from) != tools->n_items)
         st = fail_at(c, NULL, ADIL_STATUS_INVALID_ARGUMENT, "two tools have the same name");
     ptr_pop(c, old);

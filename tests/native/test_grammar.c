@@ -171,6 +171,16 @@ static void test_forced_and_lazy(const grammar_vocab *v) {
     expect_valid(g, "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}");
     grammar_free(g);
 
+    /* Parameters with literals of their own (enum, booleans) beside several tools. */
+    g = compile(v, "{\"x-adil-tools\":[{\"name\":\"b\",\"parameters\":{\"type\":\"object\",\"properties\":"
+                   "{\"u\":{\"enum\":[\"c\",\"f\"]},\"ok\":{\"type\":\"boolean\"}}}},"
+                   "{\"name\":\"a\",\"parameters\":{\"type\":\"object\"}}]}");
+    expect_valid(g, "{\"name\":\"b\",\"arguments\":{\"u\":\"f\",\"ok\":true}}");
+    expect_valid(g, "{\"name\":\"a\",\"arguments\":{\"x\":[1]}}");
+    expect_invalid(g, "{\"name\":\"c\",\"arguments\":{}}");
+    expect_invalid(g, "{\"name\":\"b\",\"arguments\":{\"u\":\"x\"}}");
+    grammar_free(g);
+
     g = compile(v, "{\"x-adil-tools\":[{\"name\":\"a\",\"parameters\":{\"type\":\"object\"}}],"
                    "\"x-adil-trigger\":\"<tool_call>\",\"x-adil-end\":\"</tool_call>\"}");
     grammar_position pos;
