@@ -136,6 +136,10 @@ bool grammar_matcher_accept_bytes(grammar_matcher *m, const uint8_t *bytes, size
 
 grammar_position grammar_matcher_position(const grammar_matcher *m);
 
+/* Where the matcher would stand after tokens[0 .. n), without moving it;
+ * false when one of them would be refused. */
+bool grammar_matcher_peek(grammar_matcher *m, const int32_t *tokens, size_t n, grammar_position *out);
+
 /* The bytes that must come next whatever is chosen (a fixed key, a
  * closing bracket): writes up to `capacity` of them and returns how many.
  * 0 when more than one byte may come next or the output may end here. */

@@ -128,6 +128,24 @@ bool grammar_matcher_accept_bytes(grammar_matcher *m, const uint8_t *bytes, size
     return true;
 }
 
+bool grammar_matcher_peek(grammar_matcher *m, const int32_t *tokens, size_t n, grammar_position *out) {
+    const grammar_vocab *v = m->g->vocab;
+    const feeder fd = feeder_of(m);
+    const uint32_t base = m->a.len;
+    uint32_t s = m->top;
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i++) {
+        const int32_t t = tokens[i];
+        ok = t >= 0 && (uint32_t)t < v->n && v->kind[t] == GRAMMAR_TOKEN_TEXT;
+        for (uint32_t k = 0; ok && k < v->len[t]; k++)
+            ok = grammar_feed(&fd, &s, token_bytes(v, (uint32_t)t)[k]);
+    }
+    if (ok) *out = grammar_position_of(&fd, s);
+    m->a.len = base;
+    m->a.failed = false;
+    return ok;
+}
+
 /* ---- forced bytes ---------------------------------------------------------------------- */
 
 static bool is_ws(uint8_t b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r'; }

@@ -167,6 +167,13 @@ static void test_forced_and_lazy(const grammar_vocab *v) {
     const char *want = "{\"name\":\"get_weather\",\"arguments\":{\"city\":\"";
     if (n != strlen(want) || memcmp(buf, want, n) != 0) fprintf(stderr, "forced: %.*s\n", (int)n, buf);
     CHECK(n == strlen(want) && memcmp(buf, want, n) == 0);
+    /* peek: where tokens would lead, the matcher unmoved */
+    const int32_t call[] = {'{', 256 /* "name": */, '"', 'g'};
+    grammar_position where = GRAMMAR_DONE;
+    CHECK(grammar_matcher_peek(m, call, 4, &where) && where == GRAMMAR_OPEN);
+    const int32_t bad[] = {'{', '}'};
+    CHECK(!grammar_matcher_peek(m, bad, 2, &where));
+    CHECK(grammar_matcher_forced(m, buf, sizeof buf) == n);
     grammar_matcher_free(m);
     expect_valid(g, "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}");
     grammar_free(g);
