@@ -2,16 +2,11 @@
  * run_grammar.c — a run's side of a grammar (run_grammar.h).
  *
  * Forced text is tokenized, and its last token is kept only when the
- * document is complete after it.  Knowing that takes a look one token ahead,
- * which the matcher cannot undo, so a second matcher (the probe) does the
- * looking: it follows the accepted tokens lazily (`hist`), accepts the whole
- * forced stretch, and is told its position.  It is then one token ahead of
- * the run; when the sampler picks that very token (the usual case) the two
- * agree again, otherwise the probe is replayed from the start the next time
- * it is needed (rare, and at most the length of the output).
+ * document is complete after it (grammar_matcher_peek looks without moving
+ * the matcher): otherwise it might merge with what follows, and the sampler
+ * picks it or a longer one.
  */
 #include "api/run_grammar.h"
-#include "adil_containers.h"
 #include "text/grammar_vocab.h"
 
 #include <math.h>
@@ -19,16 +14,10 @@
 #include <string.h>
 
 struct run_grammar {
-    const adil_grammar *grammar;
     const adil_tokenizer *tok;
     grammar_matcher *m;
     uint32_t n_vocab;
     uint32_t *mask; /* (n_vocab + 31) / 32 words */
-    int32_t *hist;  /* every token `m` accepted, in order */
-    size_t n_hist, cap_hist;
-    grammar_matcher *probe; /* NULL until needed or after a failed replay */
-    size_t probe_n;         /* hist tokens the probe has accepted */
-    int32_t probe_extra;    /* one token it accepted past them, or -1 */
     int32_t forced[RUN_GRAMMAR_MAX_FORCED];
     double ms;
 };
@@ -42,10 +31,8 @@ adil_status run_grammar_new(const adil_grammar *grammar, const adil_model *model
                          "compiled for another model");
     run_grammar *g = calloc(1, sizeof *g);
     if (!g) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_run_start: out of memory for the grammar");
-    g->grammar = grammar;
     g->tok = model->tok;
     g->n_vocab = grammar_vocab_size(vocab);
-    g->probe_extra = -1;
     g->mask = malloc(((size_t)g->n_vocab + 31) / 32 * sizeof *g->mask);
     adil_status st = g->mask
                          ? grammar_matcher_new(grammar, &g->m)
@@ -61,9 +48,7 @@ adil_status run_grammar_new(const adil_grammar *grammar, const adil_model *model
 void run_grammar_free(run_grammar *g) {
     if (!g) return;
     if (g->m) grammar_matcher_free(g->m);
-    if (g->probe) grammar_matcher_free(g->probe);
     free(g->mask);
-    free(g->hist);
     free(g);
 }
 
@@ -71,21 +56,9 @@ grammar_position run_grammar_position(const run_grammar *g) { return grammar_mat
 
 double run_grammar_ms(const run_grammar *g) { return g->ms; }
 
-/* Accepts `token` in the run's matcher and records it. */
-static bool accept(run_grammar *g, int32_t token) {
-    if (adil_grow((void **)&g->hist, &g->cap_hist, g->n_hist + 1, sizeof *g->hist, "grammar: tokens") !=
-        ADIL_OK) {
-        adil_clear_error();
-        return false; /* out of memory: refused like a bad token, the run ends */
-    }
-    if (!grammar_matcher_accept_token(g->m, token, NULL)) return false;
-    g->hist[g->n_hist++] = token;
-    return true;
-}
-
 bool run_grammar_accept(run_grammar *g, int32_t token) {
     const double t0 = adil_now_ms();
-    const bool ok = accept(g, token);
+    const bool ok = grammar_matcher_accept_token(g->m, token, NULL);
     g->ms += adil_now_ms() - t0;
     return ok;
 }
@@ -114,52 +87,6 @@ size_t run_grammar_mask(run_grammar *g, float *logits) {
     }
     g->ms += adil_now_ms() - t0;
     return allowed;
-}
-
-/* ---- the probe -------------------------------------------------------------- */
-
-/* Brings the probe to the run's matcher's state: false when it cannot be
- * (out of memory, or a replayed token refused). */
-static bool probe_sync(run_grammar *g) {
-    if (g->probe && g->probe_extra >= 0) {
-        const bool agrees = g->probe_n < g->n_hist && g->hist[g->probe_n] == g->probe_extra;
-        if (agrees) g->probe_n++;
-        g->probe_extra = -1;
-        if (!agrees) {
-            grammar_matcher_free(g->probe);
-            g->probe = NULL;
-        }
-    }
-    if (!g->probe) {
-        g->probe_n = 0;
-        if (grammar_matcher_new(g->grammar, &g->probe) != ADIL_OK) {
-            adil_clear_error();
-            g->probe = NULL;
-            return false;
-        }
-    }
-    for (; g->probe_n < g->n_hist; g->probe_n++)
-        if (!grammar_matcher_accept_token(g->probe, g->hist[g->probe_n], NULL)) {
-            grammar_matcher_free(g->probe);
-            g->probe = NULL;
-            return false;
-        }
-    return true;
-}
-
-/* True when the document is complete after tokens[0..n) (n >= 1).  Leaves
- * the probe past all n tokens; the caller accepts n or n - 1 of them. */
-static bool complete_after(run_grammar *g, const int32_t *tokens, size_t n) {
-    if (!probe_sync(g)) return false;
-    for (size_t i = 0; i < n; i++)
-        if (!grammar_matcher_accept_token(g->probe, tokens[i], NULL)) {
-            grammar_matcher_free(g->probe);
-            g->probe = NULL;
-            return false;
-        }
-    g->probe_n += n - 1; /* the run's hist will hold all but maybe the last */
-    g->probe_extra = tokens[n - 1];
-    return grammar_matcher_position(g->probe) == GRAMMAR_DONE;
 }
 
 /* ---- forced tokens ---------------------------------------------------------- */
@@ -196,6 +123,12 @@ static size_t forced_tokens(run_grammar *g) {
     return n;
 }
 
+/* True when the document is complete after the n forced tokens. */
+static bool complete_after(run_grammar *g, size_t n) {
+    grammar_position pos = GRAMMAR_OPEN;
+    return grammar_matcher_peek(g->m, g->forced, n, &pos) && pos == GRAMMAR_DONE;
+}
+
 size_t run_grammar_force(run_grammar *g, uint32_t budget, const int32_t **tokens) {
     *tokens = g->forced;
     if (budget == 0 || grammar_matcher_position(g->m) != GRAMMAR_OPEN) return 0;
@@ -205,9 +138,9 @@ size_t run_grammar_force(run_grammar *g, uint32_t budget, const int32_t **tokens
     if (n > budget)
         keep = budget; /* the run ends inside the stretch anyway */
     else if (n > 0)
-        keep = complete_after(g, g->forced, n) ? n : n - 1;
+        keep = complete_after(g, n) ? n : n - 1;
     size_t done = 0;
-    while (done < keep && accept(g, g->forced[done])) done++;
+    while (done < keep && grammar_matcher_accept_token(g->m, g->forced[done], NULL)) done++;
     g->ms += adil_now_ms() - t0;
     return done;
 }
