@@ -317,7 +317,7 @@ static adil_status literal_node(adil_grammar *g, const char *const *texts, size_
 /* Does `node` accept the whole text t? */
 static bool accepts(const adil_grammar *g, uint32_t node, gtext t) {
     arena a = {0};
-    const feeder fd = {g, &a};
+    const feeder fd = {.g = g, .a = &a, .checking_value = true};
     uint32_t top = grammar_start(&fd, node, false);
     bool ok = top != GRAMMAR_NONE;
     for (uint32_t i = 0; ok && i < t.len; i++) ok = grammar_feed(&fd, &top, g->pool[t.off + i]);

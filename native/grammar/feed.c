@@ -221,7 +221,7 @@ static int step_key(const feeder *fd, uint32_t *top, frame *k, uint8_t b) {
     uint32_t lo = k->lo, hi = k->hi;
     narrow_props(fd, n, k->count, b, &lo, &hi);
     if (k->flags & KEY_GENERIC) {
-        const lex_result r = lex_byte(&k->s, b, false);
+        const lex_result r = lex_byte(&k->s, b, fd->checking_value);
         if (r == LEX_REJECT || r == LEX_CLOSE) k->flags &= ~KEY_GENERIC;
         k->x = (k->x ^ b) * 1099511628211ull;
     }
@@ -558,7 +558,7 @@ static uint32_t copy_chain(const feeder *from, const feeder *to, uint32_t i) {
 }
 
 uint32_t grammar_compact_with(const adil_grammar *g, arena *a, uint32_t top, arena *scratch) {
-    feeder from = {g, a}, to = {g, scratch};
+    feeder from = {.g = g, .a = a}, to = {.g = g, .a = scratch};
     scratch->len = 0;
     scratch->failed = false;
     const uint32_t t = copy_chain(&from, &to, top);

@@ -121,6 +121,10 @@ typedef struct arena {
 typedef struct feeder {
     const adil_grammar *g;
     arena *a;
+    /* Checking an enum/const value's canonical text against its schema: an
+     * additional key may hold escapes (a model may not write them: the key
+     * could then spell a declared name, or one twice). */
+    bool checking_value;
 } feeder;
 
 /* Appends a frame; its index, or GRAMMAR_NONE (and a->failed) when out of memory. */

@@ -36,7 +36,7 @@ adil_status grammar_matcher_new(const adil_grammar *g, grammar_matcher **out) {
     if (!m) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "grammar_matcher_new: out of memory");
     m->g = g;
     m->suffix_ok = malloc(g->vocab->n_suffix + 1);
-    const feeder fd = {g, &m->a};
+    const feeder fd = {.g = g, .a = &m->a};
     m->top = m->suffix_ok ? grammar_start(&fd, g->root, g->lazy) : GRAMMAR_NONE;
     if (m->top == GRAMMAR_NONE) {
         grammar_matcher_free(m);
@@ -54,10 +54,10 @@ void grammar_matcher_free(grammar_matcher *m) {
     free(m);
 }
 
-static feeder feeder_of(grammar_matcher *m) { return (feeder){m->g, &m->a}; }
+static feeder feeder_of(grammar_matcher *m) { return (feeder){.g = m->g, .a = &m->a}; }
 
 grammar_position grammar_matcher_position(const grammar_matcher *m) {
-    const feeder fd = {m->g, (arena *)&m->a};
+    const feeder fd = {.g = m->g, .a = (arena *)&m->a};
     return grammar_position_of(&fd, m->top);
 }
 
@@ -150,12 +150,25 @@ bool grammar_matcher_peek(grammar_matcher *m, const int32_t *tokens, size_t n, g
 
 static bool is_ws(uint8_t b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r'; }
 
-/* The one non-whitespace byte that may follow state s, or -1. */
+/* Whitespace that fills a gap between lexemes (optional) rather than being
+ * content (a space in a string, a key, an enum value): feeding it bumps the
+ * gap's whitespace count. */
+static bool is_padding(grammar_matcher *m, uint32_t s, uint8_t b) {
+    const feeder fd = feeder_of(m);
+    const uint32_t base = m->a.len;
+    uint32_t t = s;
+    const bool padding = is_ws(b) && grammar_feed(&fd, &t, b) && m->a.f[t].ws > 0;
+    m->a.len = base;
+    m->a.failed = false;
+    return padding;
+}
+
+/* The one byte that may follow state s, optional whitespace aside, or -1. */
 static int only_byte(grammar_matcher *m, uint32_t s) {
     int only = -1;
     for (int b = 0; b < 256; b++) {
         const uint8_t byte = (uint8_t)b;
-        if (is_ws(byte) || !feeds(m, s, &byte, 1)) continue;
+        if (!feeds(m, s, &byte, 1) || is_padding(m, s, byte)) continue;
         if (only >= 0) return -1;
         only = b;
     }

@@ -178,6 +178,15 @@ static void test_forced_and_lazy(const grammar_vocab *v) {
     expect_valid(g, "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}");
     grammar_free(g);
 
+    /* A space inside a value is forced like any other byte. */
+    g = compile(v, "{\"const\":{\"a b\\\"c\":\"Ann and me\"}}");
+    CHECK(grammar_matcher_new(g, &m) == ADIL_OK);
+    const char *whole = "{\"a b\\\"c\":\"Ann and me\"}";
+    CHECK(grammar_matcher_forced(m, buf, sizeof buf) == strlen(whole) &&
+          memcmp(buf, whole, strlen(whole)) == 0);
+    grammar_matcher_free(m);
+    grammar_free(g);
+
     /* Parameters with literals of their own (enum, booleans) beside several tools. */
     g = compile(v, "{\"x-adil-tools\":[{\"name\":\"b\",\"parameters\":{\"type\":\"object\",\"properties\":"
                    "{\"u\":{\"enum\":[\"c\",\"f\"]},\"ok\":{\"type\":\"boolean\"}}}},"
