@@ -2,7 +2,8 @@
  * test_sampler.c — the sampling chain (text/sampler.h): greedy and its ties,
  * top-k / top-p / min-p cuts, the repetition penalty, temperature, seeded
  * determinism, the empirical distribution at temperature 1, degenerate rows,
- * and the parameter checks.
+ * sampling among a subset of ids (a grammar's sparse mask), and the
+ * parameter checks.
  */
 #include "adil_common.h"
 #include "text/sampler.h"
@@ -188,7 +189,41 @@ static void test_bad_params(void) {
     adil_sampler_free(NULL);
 }
 
+/* Sampling among some ids draws what sampling the whole row draws when
+ * every other logit is -INFINITY: same seeds, same tokens, every setting. */
+static void test_among_equals_masked(void) {
+    static const int32_t ids[] = {1, 2, 5, 6};
+    const float logits[N_VOCAB] = {3.0f, 0.5f, 1.0f, 2.5f, -1.0f, 1.0f, 0.25f, 4.0f};
+    float masked[N_VOCAB];
+    for (int i = 0; i < N_VOCAB; i++) masked[i] = -INFINITY;
+    for (size_t i = 0; i < 4; i++) masked[ids[i]] = logits[ids[i]];
+    const float temps[] = {0.0f, 0.7f, 1.5f};
+    for (size_t t = 0; t < 3; t++)
+        for (int top_k = 0; top_k <= 3; top_k += 3) {
+            adil_sampling_params p = plain(temps[t], 42);
+            p.top_k = top_k;
+            p.top_p = 0.9f;
+            p.min_p = 0.02f;
+            p.repeat_penalty = 1.3f;
+            adil_sampler *a = make(&p), *b = make(&p);
+            adil_sampler_accept(a, 2);
+            adil_sampler_accept(b, 2);
+            for (int draw_i = 0; draw_i < 50; draw_i++) {
+                float row_a[N_VOCAB], row_b[N_VOCAB];
+                memcpy(row_a, masked, sizeof row_a);
+                memcpy(row_b, logits, sizeof row_b);
+                const int32_t x = adil_sampler_sample(a, row_a);
+                const int32_t y = adil_sampler_sample_among(b, row_b, ids, 4);
+                CHECK(x == y);
+                CHECK(y == 1 || y == 2 || y == 5 || y == 6);
+            }
+            adil_sampler_free(a);
+            adil_sampler_free(b);
+        }
+}
+
 int main(void) {
+    test_among_equals_masked();
     test_greedy();
     test_top_k_one_is_greedy();
     test_top_k_keeps_k_best();

@@ -18,6 +18,7 @@ struct run_grammar {
     grammar_matcher *m;
     uint32_t n_vocab;
     uint32_t *mask; /* (n_vocab + 31) / 32 words */
+    int32_t *ids;   /* (n_vocab / RUN_GRAMMAR_SPARSE + 1) the allowed ids of a sparse mask */
     int32_t forced[RUN_GRAMMAR_MAX_FORCED];
     double ms;
 };
@@ -34,7 +35,8 @@ adil_status run_grammar_new(const adil_grammar *grammar, const adil_model *model
     g->tok = model->tok;
     g->n_vocab = grammar_vocab_size(vocab);
     g->mask = malloc(((size_t)g->n_vocab + 31) / 32 * sizeof *g->mask);
-    adil_status st = g->mask
+    g->ids = malloc(((size_t)g->n_vocab / RUN_GRAMMAR_SPARSE + 1) * sizeof *g->ids);
+    adil_status st = g->mask && g->ids
                          ? grammar_matcher_new(grammar, &g->m)
                          : adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_run_start: out of memory for the mask");
     if (st != ADIL_OK) {
@@ -49,6 +51,7 @@ void run_grammar_free(run_grammar *g) {
     if (!g) return;
     if (g->m) grammar_matcher_free(g->m);
     free(g->mask);
+    free(g->ids);
     free(g);
 }
 
@@ -65,25 +68,44 @@ bool run_grammar_accept(run_grammar *g, int32_t token) {
 
 /* ---- masks ---------------------------------------------------------------- */
 
-size_t run_grammar_mask(run_grammar *g, float *logits) {
+/* Sets the logits of the tokens the mask refuses to -INFINITY (whole words
+ * of allowed tokens are skipped). */
+static void apply_mask(const run_grammar *g, float *logits) {
+    const size_t n_words = ((size_t)g->n_vocab + 31) / 32;
+    for (size_t w = 0; w < n_words; w++) {
+        const uint32_t bits = g->mask[w];
+        if (bits == UINT32_MAX) continue;
+        float *row = logits + w * 32;
+        if (bits == 0 && (w + 1) * 32 <= g->n_vocab) {
+            for (int b = 0; b < 32; b++) row[b] = -INFINITY;
+            continue;
+        }
+        for (uint32_t off = ~bits; off != 0; off &= off - 1) {
+            const size_t id = w * 32 + (size_t)__builtin_ctz(off);
+            if (id >= g->n_vocab) break; /* the last word's bits past n_vocab */
+            logits[id] = -INFINITY;
+        }
+    }
+}
+
+/* The allowed ids, ascending, into g->ids. */
+static void list_allowed(run_grammar *g) {
+    const size_t n_words = ((size_t)g->n_vocab + 31) / 32;
+    size_t n = 0;
+    for (size_t w = 0; w < n_words; w++)
+        for (uint32_t bits = g->mask[w]; bits != 0; bits &= bits - 1)
+            g->ids[n++] = (int32_t)(w * 32 + (size_t)__builtin_ctz(bits));
+}
+
+size_t run_grammar_mask(run_grammar *g, float *logits, const int32_t **ids) {
     const double t0 = adil_now_ms();
     const size_t allowed = grammar_matcher_mask(g->m, g->mask);
-    if (allowed > 0 && allowed < g->n_vocab) {
-        const size_t n_words = ((size_t)g->n_vocab + 31) / 32;
-        for (size_t w = 0; w < n_words; w++) {
-            const uint32_t bits = g->mask[w];
-            if (bits == UINT32_MAX) continue;
-            float *row = logits + w * 32;
-            if (bits == 0 && (w + 1) * 32 <= g->n_vocab) {
-                for (int b = 0; b < 32; b++) row[b] = -INFINITY;
-                continue;
-            }
-            for (uint32_t off = ~bits; off != 0; off &= off - 1) {
-                const size_t id = w * 32 + (size_t)__builtin_ctz(off);
-                if (id >= g->n_vocab) break; /* the last word's bits past n_vocab */
-                logits[id] = -INFINITY;
-            }
-        }
+    *ids = NULL;
+    if (allowed > 0 && allowed <= g->n_vocab / RUN_GRAMMAR_SPARSE) {
+        list_allowed(g);
+        *ids = g->ids;
+    } else if (allowed > 0 && allowed < g->n_vocab) {
+        apply_mask(g, logits);
     }
     g->ms += adil_now_ms() - t0;
     return allowed;

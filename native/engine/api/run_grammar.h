@@ -30,9 +30,16 @@ grammar_position run_grammar_position(const run_grammar *g);
  * after it.  0 when nothing is forced. */
 size_t run_grammar_force(run_grammar *g, uint32_t budget, const int32_t **tokens);
 
-/* Sets the logits of the tokens the grammar does not allow here to
- * -INFINITY and returns how many it allows (0: a dead end). */
-size_t run_grammar_mask(run_grammar *g, float *logits);
+/* A mask allowing at most n_vocab / RUN_GRAMMAR_SPARSE tokens is sparse. */
+#define RUN_GRAMMAR_SPARSE 16
+
+/* Computes which tokens the grammar allows here and returns how many (0: a
+ * dead end).  A sparse mask comes back as the allowed ids, ascending, in
+ * *ids (valid until the next call; sample with adil_sampler_sample_among);
+ * otherwise *ids is NULL and the logits of the refused tokens are set to
+ * -INFINITY (writing a quarter of a million floats costs more than listing
+ * a few ids). */
+size_t run_grammar_mask(run_grammar *g, float *logits, const int32_t **ids);
 
 /* Advances over a chosen token; false when the grammar refuses it. */
 bool run_grammar_accept(run_grammar *g, int32_t token);

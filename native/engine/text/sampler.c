@@ -146,15 +146,20 @@ static void apply_repetition_penalty(adil_sampler *s, float *logits) {
 
 static float clean(float x) { return isnan(x) ? -INFINITY : x; }
 
-/* Step 2: the highest logit, the lowest id on ties. */
-static int32_t argmax(const float *logits, int64_t n) {
-    int32_t best = 0;
-    float best_v = clean(logits[0]);
-    for (int64_t i = 1; i < n; i++)
-        if (clean(logits[i]) > best_v) {
-            best_v = logits[i];
-            best = (int32_t)i;
+/* The i-th token considered: ids[i], or i itself when all are. */
+static inline int32_t id_at(const int32_t *ids, int64_t i) { return ids ? ids[i] : (int32_t)i; }
+
+/* Step 2: the highest logit, the lowest id on ties (ids ascending). */
+static int32_t argmax(const float *logits, const int32_t *ids, int64_t n) {
+    int32_t best = id_at(ids, 0);
+    float best_v = clean(logits[best]);
+    for (int64_t i = 1; i < n; i++) {
+        const int32_t id = id_at(ids, i);
+        if (clean(logits[id]) > best_v) {
+            best_v = logits[id];
+            best = id;
         }
+    }
     return best;
 }
 
@@ -184,18 +189,17 @@ static void sift_down(candidate *h, int64_t n, int64_t i) {
     }
 }
 
-/* Step 3: fills s->cand with the k best tokens (all when k is off), sorted. */
-static int64_t top_k(adil_sampler *s, const float *logits) {
-    const int64_t n = s->n_vocab;
+/* Step 3: fills s->cand with the k best of the n tokens considered (all
+ * when k is off), sorted. */
+static int64_t top_k(adil_sampler *s, const float *logits, const int32_t *ids, int64_t n) {
     const int64_t k = s->params.top_k > 0 && s->params.top_k < n ? s->params.top_k : n;
     candidate *c = s->cand;
-    if (k == n) {
-        for (int64_t i = 0; i < n; i++) c[i] = (candidate){(int32_t)i, clean(logits[i]), 0.0f};
-    } else {
-        for (int64_t i = 0; i < k; i++) c[i] = (candidate){(int32_t)i, clean(logits[i]), 0.0f};
+    for (int64_t i = 0; i < k; i++) c[i] = (candidate){id_at(ids, i), clean(logits[id_at(ids, i)]), 0.0f};
+    if (k < n) {
         for (int64_t i = k / 2 - 1; i >= 0; i--) sift_down(c, k, i);
         for (int64_t i = k; i < n; i++) {
-            candidate x = {(int32_t)i, clean(logits[i]), 0.0f};
+            const int32_t id = id_at(ids, i);
+            candidate x = {id, clean(logits[id]), 0.0f};
             if (worse(&c[0], &x)) {
                 c[0] = x;
                 sift_down(c, k, 0);
@@ -238,10 +242,14 @@ static int64_t min_p(const candidate *c, int64_t n, float mp) {
 }
 
 int32_t adil_sampler_sample(adil_sampler *s, float *logits) {
-    apply_repetition_penalty(s, logits);
-    if (s->params.temperature <= 0.0f) return argmax(logits, s->n_vocab);
+    return adil_sampler_sample_among(s, logits, NULL, (size_t)s->n_vocab);
+}
 
-    int64_t n = top_k(s, logits);
+int32_t adil_sampler_sample_among(adil_sampler *s, float *logits, const int32_t *ids, size_t n_ids) {
+    apply_repetition_penalty(s, logits);
+    if (s->params.temperature <= 0.0f) return argmax(logits, ids, (int64_t)n_ids);
+
+    int64_t n = top_k(s, logits, ids, (int64_t)n_ids);
     if (s->cand[0].logit == -INFINITY) return s->cand[0].id; /* nothing finite: degenerate row */
     softmax(s->cand, n, 1.0f);
     n = top_p(s->cand, n, s->params.top_p);

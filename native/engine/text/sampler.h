@@ -41,4 +41,10 @@ void adil_sampler_accept(adil_sampler *s, int32_t token);
  * is modified (penalties applied).  Never fails: a row of NaNs gives id 0. */
 int32_t adil_sampler_sample(adil_sampler *s, float *logits);
 
+/* The same chain over the tokens ids[0 .. n_ids) only (ascending, n_ids >=
+ * 1): the token adil_sampler_sample would choose had every other logit been
+ * -INFINITY, at the cost of n_ids rather than the vocabulary (a grammar's
+ * mask often allows a handful of tokens). */
+int32_t adil_sampler_sample_among(adil_sampler *s, float *logits, const int32_t *ids, size_t n_ids);
+
 #endif /* ADIL_SAMPLER_H */
