@@ -145,19 +145,33 @@ uint32_t grammar_compact_with(const adil_grammar *g, arena *a, uint32_t top, are
 
 /* ---- vocab index ------------------------------------------------------------ */
 
+/* A trie node: byte `byte` at depth `depth` (1-based); its subtree ends
+ * before node `end`; it spells tokens t_ids[tok .. tok + ntok). */
+typedef struct trie_node {
+    uint32_t end, tok;
+    uint16_t ntok;
+    uint8_t byte, depth;
+} trie_node;
+
+/* A token of plain string text, then a quote or backslash: its suffix class
+ * and the code points of its plain part. */
+typedef struct special_token {
+    uint32_t id, cls, cp;
+} special_token;
+
 struct grammar_vocab {
     uint32_t n;
     uint8_t *kind;
     uint32_t *off, *len;
     uint8_t *bytes;
-    /* The byte trie of TEXT tokens in preorder: node i holds byte t_byte[i]
-     * at depth t_depth[i] (1-based); its subtree ends before t_end[i]; the
-     * tokens spelled by it are t_ids[t_tok[i] .. t_tok[i] + t_ntok[i]). */
+    /* The byte trie of TEXT tokens in preorder (one record per node, so a
+     * walk reads memory in order): a subtree is a contiguous run of nodes;
+     * root[b] is the depth-1 node of byte b (GRAMMAR_NONE: no token starts
+     * with b). */
+    trie_node *trie;
     uint32_t n_nodes;
-    uint8_t *t_byte, *t_depth;
-    uint32_t *t_end, *t_tok;
-    uint16_t *t_ntok;
-    uint32_t *t_ids;
+    uint32_t root[256];
+    uint32_t *t_ids;   /* token ids, grouped by node */
     uint32_t *end_ids; /* END tokens */
     uint32_t n_end;
     uint32_t words; /* mask words */
@@ -171,14 +185,15 @@ struct grammar_vocab {
     uint32_t *long_plain;                   /* plain tokens of more than 16 code points */
     uint32_t n_long_plain;
     uint8_t *cp; /* code points of each plain token / of a special token's plain prefix */
-    /* Tokens of plain text then a quote or a backslash (the rest must be fed). */
-    uint32_t *special;
+    /* Tokens of plain text then a quote or a backslash (the rest must be fed),
+     * and their suffix classes: the distinct suffixes, their bytes in
+     * suffix_bytes[suffix_off[c] .. suffix_off[c + 1]). */
+    special_token *special;
     uint32_t n_special;
-    uint32_t *special_suffix; /* per special token: its suffix class */
-    uint32_t *suffix_tok;     /* per suffix class: one token that has it */
-    uint32_t *suffix_at;      /* per suffix class: where the suffix starts in that token */
-    uint8_t *suffix_closes;   /* per suffix class: it closes the string */
-    uint8_t *suffix_cp;       /* per suffix class: code points it adds before closing (at most 255) */
+    uint8_t *suffix_bytes;
+    uint32_t *suffix_off;   /* n_suffix + 1 */
+    uint8_t *suffix_closes; /* per suffix class: it closes the string */
+    uint8_t *suffix_cp;     /* per suffix class: code points it adds before closing (at most 255) */
     uint32_t n_suffix;
 };
 

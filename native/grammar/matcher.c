@@ -26,6 +26,7 @@ struct grammar_matcher {
     uint32_t top;
     uint32_t st[GRAMMAR_MAX_TOKEN_BYTES + 1], mark[GRAMMAR_MAX_TOKEN_BYTES + 1];
     uint8_t *suffix_ok;
+    bool suffix_known; /* suffix_ok holds the classes of the string the matcher is in */
 };
 
 adil_status grammar_matcher_new(const adil_grammar *g, grammar_matcher **out) {
@@ -76,7 +77,17 @@ static const uint8_t *token_bytes(const grammar_vocab *v, uint32_t id) { return 
 
 /* ---- accepting ---------------------------------------------------------------------- */
 
+static bool in_string_body(const grammar_matcher *m, uint32_t s) {
+    const frame *f = &m->a.f[s];
+    return f->type == FR_VALUE && m->g->nodes[f->node].kind == NODE_STRING && f->phase == S_BODY;
+}
+
+/* Makes state s the matcher's.  The suffix classes of a string stay known
+ * while the matcher stays in it: a string's frame is replaced under the same
+ * parent, a new string always has a new parent frame. */
 static void commit(grammar_matcher *m, uint32_t s) {
+    m->suffix_known = m->suffix_known && in_string_body(m, m->top) && in_string_body(m, s) &&
+                      m->a.f[m->top].parent == m->a.f[s].parent;
     const uint32_t t = grammar_compact_with(m->g, &m->a, s, &m->spare);
     if (t != GRAMMAR_NONE) m->top = t;
 }
@@ -222,13 +233,16 @@ static uint32_t with_count(grammar_matcher *m, uint32_t count) {
 /* Which suffix classes are valid (suffix_ok), each fed once from the state
  * with its length raised to minLength (so a quote may close): a token's own
  * length after its plain part is then checked against the bounds (see
- * string_mask); the rest of a suffix does not depend on the length. */
+ * special_ok); the rest of a suffix does not depend on the length, so the
+ * classes hold for the rest of the string (a longer string only makes the
+ * bound checks stricter). */
 static void suffix_classes(grammar_matcher *m, const gnode *n) {
     const grammar_vocab *v = m->g->vocab;
     const uint32_t from = with_count(m, n->min_len);
     for (uint32_t c = 0; c < v->n_suffix; c++) {
-        const uint32_t id = v->suffix_tok[c], at = v->suffix_at[c];
-        m->suffix_ok[c] = from != GRAMMAR_NONE && feeds(m, from, token_bytes(v, id) + at, v->len[id] - at);
+        const uint32_t at = v->suffix_off[c];
+        m->suffix_ok[c] =
+            from != GRAMMAR_NONE && feeds(m, from, v->suffix_bytes + at, v->suffix_off[c + 1] - at);
     }
 }
 
@@ -260,43 +274,78 @@ static bool string_mask(grammar_matcher *m, uint32_t *mask, size_t *count) {
             mask_set(mask, v->long_plain[k]);
             ++*count;
         }
-    if (!key) suffix_classes(m, n);
+    /* A key's identity depends on its plain part (a declared name, a key
+     * written before) unless its object declares none and has none yet. */
+    const bool key_by_class = key && n->b == 0 && m->a.f[f->parent].y == GRAMMAR_NONE;
+    if (key_by_class) {
+        static const gnode any_length = {.kind = NODE_STRING, .max_len = UINT32_MAX};
+        suffix_classes(m, &any_length);
+        m->suffix_known = false; /* the classes of this key, not of a string */
+    } else if (!key && !m->suffix_known) {
+        suffix_classes(m, n); /* valid for the whole string: see special_ok */
+        m->suffix_known = true;
+    }
     for (uint32_t k = 0; k < v->n_special; k++) {
-        const uint32_t id = v->special[k];
-        const uint32_t after = length + v->cp[id]; /* the string's length after the plain part */
-        /* Keys (their identity depends on the plain part) and tokens still
-         * short of minLength (the raised state is stricter) are fed whole. */
-        const bool ok = key || after < n->min_len ? feeds(m, m->top, token_bytes(v, id), v->len[id])
-                                                  : special_ok(m, n, after, v->special_suffix[k]);
+        const special_token *t = &v->special[k];
+        const uint32_t after = length + t->cp; /* the string's length after the plain part */
+        /* Other keys and tokens still short of minLength (the raised state
+         * is stricter) are fed whole. */
+        bool ok;
+        if (key_by_class)
+            ok = m->suffix_ok[t->cls];
+        else if (key || after < n->min_len)
+            ok = feeds(m, m->top, token_bytes(v, t->id), v->len[t->id]);
+        else
+            ok = special_ok(m, n, after, t->cls);
         if (ok) {
-            mask_set(mask, id);
+            mask_set(mask, t->id);
             ++*count;
         }
     }
     return true;
 }
 
-static size_t trie_mask(grammar_matcher *m, uint32_t *mask) {
-    size_t count = 0;
+/* Walks the subtree of root node r (whose byte took the state to st[1]). */
+static size_t walk_subtree(grammar_matcher *m, uint32_t r, uint32_t *mask) {
     const grammar_vocab *v = m->g->vocab;
     const feeder fd = feeder_of(m);
-    m->st[0] = m->top;
-    m->mark[0] = m->a.len;
-    for (uint32_t i = 0; i < v->n_nodes;) {
-        const uint32_t d = v->t_depth[i];
-        m->a.len = m->mark[d - 1];
-        uint32_t s = m->st[d - 1];
-        if (!grammar_feed(&fd, &s, v->t_byte[i])) {
-            i = v->t_end[i];
+    size_t count = 0;
+    for (uint32_t i = r + 1; i < v->trie[r].end;) {
+        const trie_node *t = &v->trie[i];
+        m->a.len = m->mark[t->depth - 1];
+        uint32_t s = m->st[t->depth - 1];
+        if (!grammar_feed(&fd, &s, t->byte)) {
+            i = t->end;
             continue;
         }
-        m->st[d] = s;
-        m->mark[d] = m->a.len;
-        for (uint32_t k = 0; k < v->t_ntok[i]; k++) mask_set(mask, v->t_ids[v->t_tok[i] + k]);
-        count += v->t_ntok[i];
+        m->st[t->depth] = s;
+        m->mark[t->depth] = m->a.len;
+        for (uint32_t k = 0; k < t->ntok; k++) mask_set(mask, v->t_ids[t->tok + k]);
+        count += t->ntok;
         i++;
     }
-    m->a.len = m->mark[0];
+    return count;
+}
+
+/* The trie walk: each first byte fed once; only the subtrees of accepted
+ * first bytes are read. */
+static size_t trie_mask(grammar_matcher *m, uint32_t *mask) {
+    const grammar_vocab *v = m->g->vocab;
+    const feeder fd = feeder_of(m);
+    const uint32_t base = m->a.len;
+    size_t count = 0;
+    for (int b = 0; b < 256; b++) {
+        const uint32_t r = v->root[b];
+        if (r == GRAMMAR_NONE) continue;
+        m->a.len = base;
+        uint32_t s = m->top;
+        if (!grammar_feed(&fd, &s, (uint8_t)b)) continue;
+        m->st[1] = s;
+        m->mark[1] = m->a.len;
+        for (uint32_t k = 0; k < v->trie[r].ntok; k++) mask_set(mask, v->t_ids[v->trie[r].tok + k]);
+        count += v->trie[r].ntok + walk_subtree(m, r, mask);
+    }
+    m->a.len = base;
     m->a.failed = false;
     return count;
 }

@@ -55,30 +55,29 @@ static uint32_t lcp(const grammar_vocab *v, uint32_t a, uint32_t b) {
 }
 
 static adil_status build_trie(grammar_vocab *v, const uint32_t *sorted, uint32_t n_text, size_t total) {
-    v->t_byte = malloc(total + 1);
-    v->t_depth = malloc(total + 1);
-    v->t_end = malloc((total + 1) * sizeof *v->t_end);
-    v->t_tok = malloc((total + 1) * sizeof *v->t_tok);
-    v->t_ntok = calloc(total + 1, sizeof *v->t_ntok);
+    v->trie = calloc(total + 1, sizeof *v->trie);
     v->t_ids = malloc((n_text + 1) * sizeof *v->t_ids);
-    if (!v->t_byte || !v->t_depth || !v->t_end || !v->t_tok || !v->t_ntok || !v->t_ids) return OOM("trie");
+    if (!v->trie || !v->t_ids) return OOM("trie");
+    for (int b = 0; b < 256; b++) v->root[b] = GRAMMAR_NONE;
     uint32_t open[GRAMMAR_MAX_TOKEN_BYTES + 1], depth = 0, n = 0;
     for (uint32_t k = 0; k < n_text; k++) {
         const uint32_t id = sorted[k], len = v->len[id];
         const uint32_t shared = k ? lcp(v, sorted[k - 1], id) : 0;
-        for (; depth > shared; depth--) v->t_end[open[depth]] = n;
+        for (; depth > shared; depth--) v->trie[open[depth]].end = n;
         for (uint32_t d = shared + 1; d <= len; d++) {
-            v->t_byte[n] = v->bytes[v->off[id] + d - 1];
-            v->t_depth[n] = (uint8_t)d;
+            trie_node *t = &v->trie[n];
+            t->byte = v->bytes[v->off[id] + d - 1];
+            t->depth = (uint8_t)d;
+            if (d == 1) v->root[t->byte] = n;
             open[d] = n++;
         }
         depth = len;
-        const uint32_t node = open[len];
-        if (v->t_ntok[node] == 0) v->t_tok[node] = k;
-        if (v->t_ntok[node] < UINT16_MAX) v->t_ntok[node]++;
+        trie_node *t = &v->trie[open[len]];
+        if (t->ntok == 0) t->tok = k;
+        if (t->ntok < UINT16_MAX) t->ntok++;
         v->t_ids[k] = id;
     }
-    for (; depth > 0; depth--) v->t_end[open[depth]] = n;
+    for (; depth > 0; depth--) v->trie[open[depth]].end = n;
     v->n_nodes = n;
     return ADIL_OK;
 }
@@ -113,7 +112,7 @@ static uint32_t *new_mask(const grammar_vocab *v) {
 static adil_status build_plain(grammar_vocab *v, uint32_t *at) {
     v->plain_all = new_mask(v);
     v->cp = calloc(v->n, 1);
-    v->special = malloc(v->n * sizeof *v->special);
+    v->special = calloc(v->n, sizeof *v->special);
     v->long_plain = malloc(v->n * sizeof *v->long_plain);
     if (!v->plain_all || !v->cp || !v->special || !v->long_plain) return OOM("string sets");
     for (uint32_t c = 0; c <= PLAIN_BUCKETS; c++)
@@ -124,7 +123,7 @@ static adil_status build_plain(grammar_vocab *v, uint32_t *at) {
         const int kind = classify(v, id, &cp, &at[id]);
         v->cp[id] = (uint8_t)(cp > 255 ? 255 : cp);
         if (kind == PIECE_SPECIAL) {
-            v->special[v->n_special++] = id;
+            v->special[v->n_special++] = (special_token){.id = id, .cp = v->cp[id]};
         } else if (kind == PIECE_PLAIN) {
             mask_set(v->plain_all, id);
             v->n_plain_all++;
@@ -152,23 +151,32 @@ static void describe_suffix(const grammar_vocab *v, uint32_t id, uint32_t at, ui
     *cp = (uint8_t)(n > 255 ? 255 : n);
 }
 
+/* Copies the suffix of token id from `at` as class c's bytes. */
+static void add_suffix(grammar_vocab *v, uint32_t id, uint32_t at, uint32_t c) {
+    const uint32_t len = v->len[id] - at;
+    memcpy(v->suffix_bytes + v->suffix_off[c], v->bytes + v->off[id] + at, len);
+    v->suffix_off[c + 1] = v->suffix_off[c] + len;
+    describe_suffix(v, id, at, &v->suffix_closes[c], &v->suffix_cp[c]);
+}
+
 /* Suffix classes: special tokens sorted by what follows their plain part. */
 static adil_status build_suffixes(grammar_vocab *v, const uint32_t *at) {
     const uint32_t n = v->n_special;
     uint32_t *order = malloc((n + 1) * sizeof *order), *tmp = malloc((n + 1) * sizeof *tmp);
-    v->special_suffix = malloc((n + 1) * sizeof *v->special_suffix);
-    v->suffix_tok = malloc((n + 1) * sizeof *v->suffix_tok);
-    v->suffix_at = malloc((n + 1) * sizeof *v->suffix_at);
+    uint32_t *slot = malloc((size_t)v->n * sizeof *slot);
+    size_t bytes = 0;
+    for (uint32_t k = 0; k < n; k++) bytes += v->len[v->special[k].id] - at[v->special[k].id];
+    v->suffix_bytes = malloc(bytes + 1);
+    v->suffix_off = calloc(n + 2, sizeof *v->suffix_off);
     v->suffix_closes = malloc(n + 1);
     v->suffix_cp = malloc(n + 1);
-    uint32_t *slot = malloc((size_t)v->n * sizeof *slot);
     adil_status st = ADIL_OK;
-    if (!order || !tmp || !v->special_suffix || !v->suffix_tok || !v->suffix_at || !slot)
+    if (!order || !tmp || !slot || !v->suffix_bytes || !v->suffix_off || !v->suffix_closes || !v->suffix_cp)
         st = OOM("suffixes");
     if (st == ADIL_OK) {
         for (uint32_t k = 0; k < n; k++) {
-            order[k] = v->special[k];
-            slot[v->special[k]] = k;
+            order[k] = v->special[k].id;
+            slot[v->special[k].id] = k;
         }
         const sort_key key = {v, at};
         sort_ids(order, tmp, n, &key);
@@ -178,13 +186,8 @@ static adil_status build_suffixes(grammar_vocab *v, const uint32_t *at) {
             const bool same = k && v->len[id] - at[id] == v->len[prev] - at[prev] &&
                               !memcmp(v->bytes + v->off[id] + at[id], v->bytes + v->off[prev] + at[prev],
                                       v->len[id] - at[id]);
-            if (!same) {
-                v->suffix_tok[v->n_suffix] = id;
-                v->suffix_at[v->n_suffix] = at[id];
-                describe_suffix(v, id, at[id], &v->suffix_closes[v->n_suffix], &v->suffix_cp[v->n_suffix]);
-                v->n_suffix++;
-            }
-            v->special_suffix[slot[id]] = v->n_suffix - 1;
+            if (!same) add_suffix(v, id, at[id], v->n_suffix++);
+            v->special[slot[id]].cls = v->n_suffix - 1;
         }
     }
     free(order);
@@ -267,10 +270,9 @@ adil_status grammar_vocab_new(const grammar_token *tokens, uint32_t n_tokens, gr
 
 void grammar_vocab_free(grammar_vocab *v) {
     if (!v) return;
-    void *all[] = {v->kind,          v->off,      v->len,     v->bytes,          v->t_byte,     v->t_depth,
-                   v->t_end,         v->t_tok,    v->t_ntok,  v->t_ids,          v->end_ids,    v->plain_all,
-                   v->long_plain,    v->cp,       v->special, v->special_suffix, v->suffix_tok, v->suffix_at,
-                   v->suffix_closes, v->suffix_cp};
+    void *all[] = {v->kind,    v->off,          v->len,        v->bytes,         v->trie,
+                   v->t_ids,   v->end_ids,      v->plain_all,  v->long_plain,    v->cp,
+                   v->special, v->suffix_bytes, v->suffix_off, v->suffix_closes, v->suffix_cp};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
     for (int c = 0; c <= PLAIN_BUCKETS; c++) free(v->plain_upto[c]);
     free(v);
