@@ -292,11 +292,14 @@ static adil_status compile_numeric(compiler *c, const adil_json *s, node_kind ki
     adil_status st = read_bound(c, s, "minimum", &node.min);
     if (st == ADIL_OK) st = read_bound(c, s, "maximum", &node.max);
     if (st != ADIL_OK) return st;
+    /* Values are within ±(2^53-1): a bound past that range on the far side
+     * leaves none (clamping it would let the near edge of the range in). */
+    const bool beyond = node.min > (double)GRAMMAR_MAX_EXACT || node.max < -(double)GRAMMAR_MAX_EXACT;
     if (node.min < -(double)GRAMMAR_MAX_EXACT) node.min = -(double)GRAMMAR_MAX_EXACT;
     if (node.max > (double)GRAMMAR_MAX_EXACT) node.max = (double)GRAMMAR_MAX_EXACT;
     node.imin = clamp_int(ceil(node.min));
     node.imax = clamp_int(floor(node.max));
-    *ok = kind == NODE_NUMBER ? node.min <= node.max : node.imin <= node.imax;
+    *ok = !beyond && (kind == NODE_NUMBER ? node.min <= node.max : node.imin <= node.imax);
     return *ok ? grammar_add_node(c->g, &node, out) : ADIL_OK;
 }
 
@@ -450,8 +453,9 @@ static adil_status compile_types(compiler *c, const adil_json *s, unsigned types
         st = type_kid(c, s, lit, &kids[n], &(bool){0}), n++;
     if (st != ADIL_OK) return st;
     if (n == 0)
-        return fail_at(c, adil_json_get(s, "maximum") ? "maximum" : NULL, ADIL_STATUS_CAPABILITY,
-                       "no number lies between minimum and maximum");
+        return fail_at(c, adil_json_get(s, "maximum") ? "maximum" : "minimum", ADIL_STATUS_CAPABILITY,
+                       "no %s within ±(2^53-1) lies between minimum and maximum",
+                       types & T_NUMBER ? "number" : "integer");
     if (n == 1) {
         *out = kids[0];
         return ADIL_OK;

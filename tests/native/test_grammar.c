@@ -223,6 +223,8 @@ static void test_errors(const grammar_vocab *v) {
                  ADIL_STATUS_CAPABILITY, "\"/properties/to/$ref\"");
     expect_error(v, "{\"type\":\"integer\",\"minimum\":0.5,\"maximum\":0.7}", ADIL_STATUS_CAPABILITY,
                  "maximum");
+    expect_error(v, "{\"type\":\"integer\",\"minimum\":9007199254740992}", ADIL_STATUS_CAPABILITY, "minimum");
+    expect_error(v, "{\"type\":\"number\",\"maximum\":-1e300}", ADIL_STATUS_CAPABILITY, "between");
     expect_error(v, "{\"type\":\"strin\"}", ADIL_STATUS_INVALID_ARGUMENT, "\"/type\"");
     expect_error(v, "{\"type\":", ADIL_STATUS_INVALID_ARGUMENT, "invalid JSON");
     expect_error(v, "[1]", ADIL_STATUS_INVALID_ARGUMENT, "JSON object");
