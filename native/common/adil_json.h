@@ -56,6 +56,11 @@ struct adil_json_member {
 adil_status adil_json_parse(const char *src, size_t len, adil_status on_error, const char *what,
                             adil_json *out);
 
+/* adil_json_parse with another nesting limit (a JSON schema nests two levels
+ * of JSON per level of schema: {"properties": {"a": {...}}}). */
+adil_status adil_json_parse_deep(const char *src, size_t len, adil_status on_error, const char *what,
+                                 int max_depth, adil_json *out);
+
 /* Frees what a successful adil_json_parse allocated.  Idempotent. */
 void adil_json_free(adil_json *value);
 

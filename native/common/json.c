@@ -20,6 +20,7 @@ typedef struct parser {
     size_t pos;
     adil_status on_error;
     const char *what;
+    int max_depth;
 } parser;
 
 /* A growable byte buffer for decoded strings. */
@@ -384,9 +385,9 @@ static adil_status read_object(parser *p, int depth, adil_json *out) {
 static adil_status parse_value(parser *p, int depth, adil_json *out) {
     memset(out, 0, sizeof *out);
     skip_whitespace(p);
-    if (depth > ADIL_JSON_MAX_DEPTH)
+    if (depth > p->max_depth)
         return adil_fail(p->on_error, "%s: invalid JSON: nesting deeper than %d levels at offset %zu",
-                         p->what, ADIL_JSON_MAX_DEPTH, p->pos);
+                         p->what, p->max_depth, p->pos);
     out->start = p->pos;
     if (p->pos >= p->len) return fail_at(p, p->pos, "a value");
     adil_status st;
@@ -427,7 +428,12 @@ static adil_status parse_value(parser *p, int depth, adil_json *out) {
 
 adil_status adil_json_parse(const char *src, size_t len, adil_status on_error, const char *what,
                             adil_json *out) {
-    parser p = {src, len, 0, on_error, what};
+    return adil_json_parse_deep(src, len, on_error, what, ADIL_JSON_MAX_DEPTH, out);
+}
+
+adil_status adil_json_parse_deep(const char *src, size_t len, adil_status on_error, const char *what,
+                                 int max_depth, adil_json *out) {
+    parser p = {src, len, 0, on_error, what, max_depth};
     memset(out, 0, sizeof *out);
     if (src == NULL && len > 0)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "%s: expected JSON text, got NULL", what);

@@ -138,7 +138,22 @@ static adil_status read_types(const compiler *c, const adil_json *s, unsigned *t
     return ADIL_OK;
 }
 
+/* The JSON reader keeps every member of an object; Python's keeps the last
+ * of a repeated key.  A schema that repeats one is refused rather than read
+ * differently. */
+static adil_status check_unique(const compiler *c, const adil_json *s, const char *where) {
+    for (size_t i = 1; i < s->n_members; i++)
+        for (size_t j = 0; j < i; j++)
+            if (s->members[i].key_len == s->members[j].key_len &&
+                !memcmp(s->members[i].key, s->members[j].key, s->members[i].key_len))
+                return fail_at(c, where, ADIL_STATUS_INVALID_ARGUMENT, "the key '%s' appears twice",
+                               s->members[i].key);
+    return ADIL_OK;
+}
+
 static adil_status check_keywords(const compiler *c, const adil_json *s, bool top) {
+    adil_status st = check_unique(c, s, NULL);
+    if (st != ADIL_OK) return st;
     for (size_t i = 0; i < s->n_members; i++) {
         const char *key = s->members[i].key;
         bool known = top && strncmp(key, "x-adil-", 7) == 0;
@@ -177,6 +192,8 @@ static void sort_props(gprop *p, uint32_t n, const uint8_t *pool) {
 static adil_status compile_properties(compiler *c, const adil_json *props, gprop *tmp, uint32_t *n) {
     if (props->kind != ADIL_JSON_OBJECT)
         return fail_at(c, "properties", ADIL_STATUS_INVALID_ARGUMENT, "expected an object of schemas");
+    adil_status unique = check_unique(c, props, "properties");
+    if (unique != ADIL_OK) return unique;
     if (props->n_members > 64)
         return fail_at(c, "properties", ADIL_STATUS_CAPABILITY,
                        "%zu properties: the grammar takes at most 64", props->n_members);
@@ -335,20 +352,35 @@ static int text_order(const adil_grammar *g, gtext a, gtext b) {
     return r ? r : (a.len > b.len) - (a.len < b.len);
 }
 
-/* Sorts and dedups lits[from ..) (with their kids), insertion sort. */
+/* Sorts and dedups lits[from ..) with their kids (a bottom-up merge sort:
+ * an enum may hold many values). */
 uint32_t grammar_sort_lits(adil_grammar *g, uint32_t from) {
+    const uint32_t n = g->n_lits - from;
     gtext *t = g->lits + from;
     uint32_t *k = g->lit_kids + from;
-    uint32_t n = g->n_lits - from;
-    for (uint32_t i = 1; i < n; i++)
-        for (uint32_t j = i; j > 0 && text_order(g, t[j - 1], t[j]) > 0; j--) {
-            const gtext tt = t[j];
-            t[j] = t[j - 1];
-            t[j - 1] = tt;
-            const uint32_t kk = k[j];
-            k[j] = k[j - 1];
-            k[j - 1] = kk;
+    gtext *tt = malloc((n + 1) * sizeof *tt);
+    uint32_t *kk = malloc((n + 1) * sizeof *kk);
+    if (!tt || !kk) {
+        free(tt);
+        free(kk);
+        return 0; /* out of memory: the caller reports no literal */
+    }
+    for (uint32_t width = 1; width < n; width *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * width) {
+            const uint32_t mid = lo + width < n ? lo + width : n,
+                           hi = lo + 2 * width < n ? lo + 2 * width : n;
+            uint32_t i = lo, j = mid, o = lo;
+            while (i < mid || j < hi) {
+                const bool left = j >= hi || (i < mid && text_order(g, t[i], t[j]) <= 0);
+                tt[o] = left ? t[i] : t[j];
+                kk[o++] = left ? k[i++] : k[j++];
+            }
         }
+        memcpy(t, tt, n * sizeof *t);
+        memcpy(k, kk, n * sizeof *k);
+    }
+    free(tt);
+    free(kk);
     uint32_t m = 0;
     for (uint32_t i = 0; i < n; i++)
         if (m == 0 || text_order(g, t[m - 1], t[i]) != 0) {

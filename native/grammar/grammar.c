@@ -10,6 +10,10 @@
 
 #define OOM() adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_grammar_compile: out of memory")
 
+/* JSON levels of a schema text: 64 levels of schema (the SDK's limit), two
+ * JSON levels each ({"properties": {"a": ...}}), the tool-call envelope. */
+#define GRAMMAR_SCHEMA_JSON_DEPTH (2 * 64 + 4)
+
 /* "Any value": a union of an open object, an array of any values, a string,
  * a number, and true/false/null. */
 static adil_status add_any(adil_grammar *g) {
@@ -190,8 +194,8 @@ adil_status grammar_compile(const grammar_vocab *vocab, const char *json, size_t
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "adil_grammar_compile: model, schema and out are required");
     adil_json doc;
-    adil_status st = adil_json_parse(json ? json : "", len, ADIL_STATUS_INVALID_ARGUMENT,
-                                     "adil_grammar_compile: schema", &doc);
+    adil_status st = adil_json_parse_deep(json ? json : "", len, ADIL_STATUS_INVALID_ARGUMENT,
+                                          "adil_grammar_compile: schema", GRAMMAR_SCHEMA_JSON_DEPTH, &doc);
     if (st != ADIL_OK) return st;
     adil_grammar *g = calloc(1, sizeof *g);
     if (!g) {

@@ -225,6 +225,8 @@ static void test_errors(const grammar_vocab *v) {
                  "maximum");
     expect_error(v, "{\"type\":\"integer\",\"minimum\":9007199254740992}", ADIL_STATUS_CAPABILITY, "minimum");
     expect_error(v, "{\"type\":\"number\",\"maximum\":-1e300}", ADIL_STATUS_CAPABILITY, "between");
+    expect_error(v, "{\"type\":\"string\",\"type\":\"integer\"}", ADIL_STATUS_INVALID_ARGUMENT, "twice");
+    expect_error(v, "{\"properties\":{\"a\":{},\"a\":{}}}", ADIL_STATUS_INVALID_ARGUMENT, "\"/properties\"");
     expect_error(v, "{\"type\":\"strin\"}", ADIL_STATUS_INVALID_ARGUMENT, "\"/type\"");
     expect_error(v, "{\"type\":", ADIL_STATUS_INVALID_ARGUMENT, "invalid JSON");
     expect_error(v, "[1]", ADIL_STATUS_INVALID_ARGUMENT, "JSON object");
@@ -233,11 +235,32 @@ static void test_errors(const grammar_vocab *v) {
     expect_error(v, "{\"items\":[{}]}", ADIL_STATUS_CAPABILITY, "\"/items\"");
 }
 
+/* A schema 60 levels deep (120 levels of JSON text) compiles; a document
+ * of it is valid. */
+static void test_deep_schema(const grammar_vocab *v) {
+    static char schema[4096], doc[512];
+    size_t n = 0, d = 0;
+    for (int i = 0; i < 60; i++) {
+        n += (size_t)snprintf(schema + n, sizeof schema - n, "{\"type\":\"object\",\"properties\":{\"a\":");
+        d += (size_t)snprintf(doc + d, sizeof doc - d, "{\"a\":");
+    }
+    n += (size_t)snprintf(schema + n, sizeof schema - n, "{\"type\":\"integer\"}");
+    d += (size_t)snprintf(doc + d, sizeof doc - d, "7");
+    for (int i = 0; i < 60; i++) {
+        n += (size_t)snprintf(schema + n, sizeof schema - n, "}}");
+        d += (size_t)snprintf(doc + d, sizeof doc - d, "}");
+    }
+    adil_grammar *g = compile(v, schema);
+    expect_valid(g, doc);
+    grammar_free(g);
+}
+
 int main(void) {
     grammar_vocab *v = make_vocab();
     test_documents(v);
     test_forced_and_lazy(v);
     test_errors(v);
+    test_deep_schema(v);
     grammar_vocab_free(v);
     return test_report("test_grammar");
 }
