@@ -166,8 +166,12 @@ class Hooks:
     # adil_grammar_compile), then walk token sequences with these.
 
     def _tokens(self, tokens: Any) -> tuple[Any, int]:
+        """A C array of `tokens` that owns its memory (a pointer into a numpy
+        array made here would dangle once this returns)."""
         ids = np.ascontiguousarray(tokens, dtype=np.int32)
-        return self._ptr(ids, "int32_t *") if ids.size else self.ffi.NULL, int(ids.size)
+        if not ids.size:
+            return self.ffi.NULL, 0
+        return self.ffi.new("int32_t[]", [int(t) for t in ids]), int(ids.size)
 
     def grammar_check(
         self, grammar: Any, tokens: Any, cross_check: bool = False
