@@ -33,7 +33,9 @@
  *     (grammar_matcher_forced) is written compact.
  *   - Numbers obey the exact-number rule: integers -?(0|[1-9][0-9]*) within
  *     ±(2^53-1) (no "-0"); for "number" also decimals without exponent with at
- *     most 15 significant digits; within minimum/maximum (inclusive).
+ *     most 15 significant digits (from the first non-zero digit to the last
+ *     digit written: 125000000000000.0 has 16); within minimum/maximum
+ *     (inclusive).
  *   - Strings: UTF-8 checked byte by byte (no overlongs, no surrogates), JSON
  *     escapes, \u surrogate pairs (never a lone surrogate), lengths counted in
  *     code points as Python's len() does.

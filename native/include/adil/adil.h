@@ -353,7 +353,8 @@ ADIL_API adil_status adil_token_to_piece(const adil_model *model, int32_t token,
  *    lines and indentation are not);
  *  - numbers under the exact-number rule: integers within ±(2^53-1) (never
  *    -0) and, for "number", decimals without exponent of at most 15
- *    significant digits, within minimum/maximum;
+ *    significant digits (from the first non-zero digit to the last digit
+ *    written), within minimum/maximum;
  *  - object keys in any order, each once; other keys than the declared ones
  *    only when additionalProperties is not false (written without escapes);
  *  - at most 64 nested containers, at most 64 properties per object.
