@@ -230,7 +230,8 @@ GRAMMAR_SEEDS = {
     "person": ('{"type":"object","properties":{"name":{"type":"string","maxLength":8},'
                '"age":{"type":"integer","minimum":0,"maximum":150},"tags":{"type":"array",'
                '"items":{"enum":["a","b",1.5]},"maxItems":3}},"required":["name"],'
-               '"additionalProperties":false}', '{"name":"\\u00e9\xc3\xa9","age":12,"tags":["a",1.5]}'),
+               '"additionalProperties":false}',
+               '{"name":"\\u00e9\xc3\xa9","age":12,"tags":["a",1.5]}'),
     "any": ("{}", '{"k":[true,null,-0.5,"x\\ud83d\\ude00"],"n":{"m":12}}'),
     "number": ('{"type":["number","null"],"minimum":-1,"maximum":2.5}', "-0.25"),
     "tools": ('{"x-adil-tools":[{"name":"get","parameters":{"type":"object","properties":'
