@@ -218,6 +218,13 @@ def write_tiny_model(
     _write_tokenizer(w, spec)
     if chat_template is not None:
         w.add_chat_template(chat_template)
+    write_weights(w, spec, qtype, rng)
+    return spec
+
+
+def write_weights(w: gguf.GGUFWriter, spec: TinySpec, qtype: T, rng: np.random.Generator) -> None:
+    """Adds `spec`'s random matrices (in `qtype`) and norms to `w`, then
+    writes the file and closes it: the last step of every tiny model."""
     for name, rows, cols, std in _matrices(spec):
         values = (rng.standard_normal((rows, cols)) * std).astype(np.float32)
         data = encode_matrix(values, qtype, rng)
@@ -228,7 +235,6 @@ def write_tiny_model(
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    return spec
 
 
 def model_path(directory: Path, arch: str, qtype: T) -> Path:

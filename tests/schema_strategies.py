@@ -419,16 +419,7 @@ def write_json_vocab_model(path: Path, qtype: Any = None, seed: int = 1) -> Path
     w.add_eos_token_id(special["<|end_of_text|>"])
     w.add_eot_token_id(special["<|eot_id|>"])
     w.add_add_bos_token(True)
-    for name, rows, cols, std in tiny._matrices(spec):
-        values = (rng.standard_normal((rows, cols)) * std).astype(np.float32)
-        data = tiny.encode_matrix(values, qtype, rng)
-        w.add_tensor(name, data, raw_dtype=qtype if qtype not in (T.F32, T.F16) else None)
-    for name, n in tiny._norms(spec):
-        w.add_tensor(name, rng.uniform(0.5, 1.5, size=n).astype(np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    tiny.write_weights(w, spec, qtype, rng)
     return path
 
 
