@@ -51,12 +51,18 @@ static bool decimals_fit(uint64_t m, uint32_t digits, uint32_t sig, bool neg, do
     return false;
 }
 
-/* Some completion of the fraction M / 10^f lies in [min, max]? */
+/* Some completion of the fraction M / 10^f lies in [min, max]?  The
+ * completions are the decimals of [M, M + 1) / 10^f; both ends are exact
+ * decimals of at most 15 digits, each read as a double by one correctly
+ * rounded division (as strtod would), and no other decimal of at most 15
+ * digits reads as the same double as either, so the doubles the
+ * completions read as are exactly [lo, hi) (v + 1/10^f, rounded twice, could
+ * let an end in that is not). */
 static bool fraction_fits(const frame *f, double min, double max) {
-    const double v = (double)f->x / POW10[f->lo];
+    const double lo = (double)f->x / POW10[f->lo];
     const bool more = f->hi < MAX_SIG_DIGITS && f->lo < MAX_FRAC_DIGITS;
-    if (!more) return negative(f) ? (-v >= min && -v <= max) : (v >= min && v <= max);
-    return span_fits(v, v + 1.0 / POW10[f->lo], negative(f), min, max);
+    if (!more) return negative(f) ? (-lo >= min && -lo <= max) : (lo >= min && lo <= max);
+    return span_fits(lo, (double)(f->x + 1) / POW10[f->lo], negative(f), min, max);
 }
 
 static bool viable(const gnode *n, const frame *f) {

@@ -139,6 +139,15 @@ static void test_documents(const grammar_vocab *v) {
     expect_masks_exact(v, g, "-0.5");
     grammar_free(g);
 
+    /* One value only: the end of a prefix's range is not in it (-215.223 can
+     * only grow towards -215.224, never reach it). */
+    g = compile(v, "{\"type\":\"number\",\"minimum\":-215.224,\"maximum\":-215.224}");
+    expect_valid(g, "-215.224");
+    grammar_position where;
+    CHECK(run_bytes(g, "-215.223", &where) == 7); /* refused at its last digit */
+    CHECK(run_bytes(g, "-215.2241", &where) == 8);
+    grammar_free(g);
+
     g = compile(v, "{\"type\":\"string\",\"minLength\":2,\"maxLength\":5}");
     expect_valid(g, "\"ab\\u00e9c\"");
     expect_invalid(g, "\"a\"");
