@@ -189,10 +189,12 @@ static void test_bad_params(void) {
     adil_sampler_free(NULL);
 }
 
-/* Sampling among some ids draws what sampling the whole row draws when
- * every other logit is -INFINITY: same seeds, same tokens, every setting. */
+/* Sampling among some ids, or under a mask of them, draws what sampling
+ * the whole row draws when every other logit is -INFINITY: same seeds, same
+ * tokens, every setting. */
 static void test_among_equals_masked(void) {
     static const int32_t ids[] = {1, 2, 5, 6};
+    const uint32_t mask = (1u << 1) | (1u << 2) | (1u << 5) | (1u << 6);
     const float logits[N_VOCAB] = {3.0f, 0.5f, 1.0f, 2.5f, -1.0f, 1.0f, 0.25f, 4.0f};
     float masked[N_VOCAB];
     for (int i = 0; i < N_VOCAB; i++) masked[i] = -INFINITY;
@@ -205,20 +207,25 @@ static void test_among_equals_masked(void) {
             p.top_p = 0.9f;
             p.min_p = 0.02f;
             p.repeat_penalty = 1.3f;
-            adil_sampler *a = make(&p), *b = make(&p);
+            adil_sampler *a = make(&p), *b = make(&p), *c = make(&p);
             adil_sampler_accept(a, 2);
             adil_sampler_accept(b, 2);
+            adil_sampler_accept(c, 2);
             for (int draw_i = 0; draw_i < 50; draw_i++) {
                 float row_a[N_VOCAB], row_b[N_VOCAB];
                 memcpy(row_a, masked, sizeof row_a);
                 memcpy(row_b, logits, sizeof row_b);
+                float row_c[N_VOCAB];
+                memcpy(row_c, logits, sizeof row_c);
                 const int32_t x = adil_sampler_sample(a, row_a);
                 const int32_t y = adil_sampler_sample_among(b, row_b, ids, 4);
-                CHECK(x == y);
+                const int32_t z = adil_sampler_sample_masked(c, row_c, &mask, 4);
+                CHECK(x == y && y == z);
                 CHECK(y == 1 || y == 2 || y == 5 || y == 6);
             }
             adil_sampler_free(a);
             adil_sampler_free(b);
+            adil_sampler_free(c);
         }
 }
 

@@ -310,15 +310,18 @@ static adil_status sample_grammar(adil_run *run, int32_t *tok) {
     const double t0 = adil_now_ms();
     run->logits_ready = false;
     const int32_t *ids = NULL;
-    const size_t allowed = run_grammar_mask(run->grammar, run->ctx->logits, &ids);
+    const uint32_t *mask = NULL;
+    const size_t allowed = run_grammar_mask(run->grammar, &ids, &mask);
     if (allowed == 0)
         return finish(run, ADIL_STOP_ERROR,
                       adil_fail(ADIL_STATUS_OUTPUT_VALIDATION,
                                 "adil_run_step: the grammar allows no token after %u tokens (a dead end: the "
                                 "vocabulary cannot continue the document)",
                                 run->stats.n_generated));
-    const int32_t t = ids ? adil_sampler_sample_among(run->sampler, run->ctx->logits, ids, allowed)
-                          : adil_sampler_sample(run->sampler, run->ctx->logits);
+    float *logits = run->ctx->logits;
+    const int32_t t = ids    ? adil_sampler_sample_among(run->sampler, logits, ids, allowed)
+                      : mask ? adil_sampler_sample_masked(run->sampler, logits, mask, allowed)
+                             : adil_sampler_sample(run->sampler, logits);
     *(run->stats.n_generated == 0 ? &run->stats.prefill_ms : &run->stats.decode_ms) += adil_now_ms() - t0;
     if (is_stop_token(run, t)) return grammar_stop_token(run);
     if (!run_grammar_accept(run->grammar, t))

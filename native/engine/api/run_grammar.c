@@ -9,7 +9,6 @@
 #include "api/run_grammar.h"
 #include "text/grammar_vocab.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,26 +67,6 @@ bool run_grammar_accept(run_grammar *g, int32_t token) {
 
 /* ---- masks ---------------------------------------------------------------- */
 
-/* Sets the logits of the tokens the mask refuses to -INFINITY (whole words
- * of allowed tokens are skipped). */
-static void apply_mask(const run_grammar *g, float *logits) {
-    const size_t n_words = ((size_t)g->n_vocab + 31) / 32;
-    for (size_t w = 0; w < n_words; w++) {
-        const uint32_t bits = g->mask[w];
-        if (bits == UINT32_MAX) continue;
-        float *row = logits + w * 32;
-        if (bits == 0 && (w + 1) * 32 <= g->n_vocab) {
-            for (int b = 0; b < 32; b++) row[b] = -INFINITY;
-            continue;
-        }
-        for (uint32_t off = ~bits; off != 0; off &= off - 1) {
-            const size_t id = w * 32 + (size_t)__builtin_ctz(off);
-            if (id >= g->n_vocab) break; /* the last word's bits past n_vocab */
-            logits[id] = -INFINITY;
-        }
-    }
-}
-
 /* The allowed ids, ascending, into g->ids. */
 static void list_allowed(run_grammar *g) {
     const size_t n_words = ((size_t)g->n_vocab + 31) / 32;
@@ -97,15 +76,16 @@ static void list_allowed(run_grammar *g) {
             g->ids[n++] = (int32_t)(w * 32 + (size_t)__builtin_ctz(bits));
 }
 
-size_t run_grammar_mask(run_grammar *g, float *logits, const int32_t **ids) {
+size_t run_grammar_mask(run_grammar *g, const int32_t **ids, const uint32_t **mask) {
     const double t0 = adil_now_ms();
     const size_t allowed = grammar_matcher_mask(g->m, g->mask);
     *ids = NULL;
+    *mask = NULL;
     if (allowed > 0 && allowed <= g->n_vocab / RUN_GRAMMAR_SPARSE) {
         list_allowed(g);
         *ids = g->ids;
     } else if (allowed > 0 && allowed < g->n_vocab) {
-        apply_mask(g, logits);
+        *mask = g->mask;
     }
     g->ms += adil_now_ms() - t0;
     return allowed;

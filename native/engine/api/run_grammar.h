@@ -1,7 +1,7 @@
 /*
  * run_grammar.h — a run's side of a grammar (run.c uses it): the matcher,
- * the token mask applied to logits, and forced tokens.  Not thread-safe: one
- * run, one thread at a time.
+ * the allowed tokens the sampler chooses among, and forced tokens.  Not
+ * thread-safe: one run, one thread at a time.
  */
 #ifndef ADIL_API_RUN_GRAMMAR_H
 #define ADIL_API_RUN_GRAMMAR_H
@@ -34,12 +34,12 @@ size_t run_grammar_force(run_grammar *g, uint32_t budget, const int32_t **tokens
 #define RUN_GRAMMAR_SPARSE 16
 
 /* Computes which tokens the grammar allows here and returns how many (0: a
- * dead end).  A sparse mask comes back as the allowed ids, ascending, in
- * *ids (valid until the next call; sample with adil_sampler_sample_among);
- * otherwise *ids is NULL and the logits of the refused tokens are set to
- * -INFINITY (writing a quarter of a million floats costs more than listing
- * a few ids). */
-size_t run_grammar_mask(run_grammar *g, float *logits, const int32_t **ids);
+ * dead end).  The caller samples among them: a sparse mask comes back as the
+ * allowed ids, ascending, in *ids (adil_sampler_sample_among), a dense one
+ * as *mask (adil_sampler_sample_masked), neither when every token is
+ * allowed.  Both stay valid until the next call.  Nothing is written to the
+ * logits: the sampler reads a token's bit only when that token would win. */
+size_t run_grammar_mask(run_grammar *g, const int32_t **ids, const uint32_t **mask);
 
 /* Advances over a chosen token; false when the grammar refuses it. */
 bool run_grammar_accept(run_grammar *g, int32_t token);

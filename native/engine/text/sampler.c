@@ -146,21 +146,36 @@ static void apply_repetition_penalty(adil_sampler *s, float *logits) {
 
 static float clean(float x) { return isnan(x) ? -INFINITY : x; }
 
-/* The i-th token considered: ids[i], or i itself when all are. */
-static inline int32_t id_at(const int32_t *ids, int64_t i) { return ids ? ids[i] : (int32_t)i; }
+/* The tokens the chain considers: ids[0 .. n_scan) (ascending), or, without
+ * ids, the tokens 0 .. n_scan whose bit is set in mask (every one when mask
+ * is NULL); n_allowed of them in all. */
+typedef struct selection {
+    const int32_t *ids;
+    const uint32_t *mask;
+    int64_t n_scan, n_allowed;
+} selection;
 
-/* Step 2: the highest logit, the lowest id on ties (ids ascending). */
-static int32_t argmax(const float *logits, const int32_t *ids, int64_t n) {
-    int32_t best = id_at(ids, 0);
-    float best_v = clean(logits[best]);
-    for (int64_t i = 1; i < n; i++) {
-        const int32_t id = id_at(ids, i);
-        if (clean(logits[id]) > best_v) {
-            best_v = logits[id];
+static inline int32_t id_at(const selection *sel, int64_t i) { return sel->ids ? sel->ids[i] : (int32_t)i; }
+
+/* Asked only of a token that would change the result (a new best, a token
+ * that enters the top k): a mask costs a bit test for those few. */
+static inline bool allowed(const selection *sel, int32_t id) {
+    return !sel->mask || ((sel->mask[id >> 5] >> (id & 31)) & 1u);
+}
+
+/* Step 2: the highest logit, the lowest id on ties. */
+static int32_t argmax(const float *logits, const selection *sel) {
+    int32_t best = -1;
+    float best_v = -INFINITY;
+    for (int64_t i = 0; i < sel->n_scan; i++) {
+        const int32_t id = id_at(sel, i);
+        const float v = clean(logits[id]);
+        if ((v > best_v || best < 0) && allowed(sel, id)) {
+            best_v = v;
             best = id;
         }
     }
-    return best;
+    return best < 0 ? 0 : best;
 }
 
 /* Descending logit, ascending id: a total order, so results never depend
@@ -189,21 +204,25 @@ static void sift_down(candidate *h, int64_t n, int64_t i) {
     }
 }
 
-/* Step 3: fills s->cand with the k best of the n tokens considered (all
- * when k is off), sorted. */
-static int64_t top_k(adil_sampler *s, const float *logits, const int32_t *ids, int64_t n) {
-    const int64_t k = s->params.top_k > 0 && s->params.top_k < n ? s->params.top_k : n;
+/* Step 3: fills s->cand with the k best of the tokens considered (all when
+ * k is off), sorted. */
+static int64_t top_k(adil_sampler *s, const float *logits, const selection *sel) {
+    const int64_t n = sel->n_allowed;
+    int64_t k = s->params.top_k > 0 && s->params.top_k < n ? s->params.top_k : n;
     candidate *c = s->cand;
-    for (int64_t i = 0; i < k; i++) c[i] = (candidate){id_at(ids, i), clean(logits[id_at(ids, i)]), 0.0f};
-    if (k < n) {
-        for (int64_t i = k / 2 - 1; i >= 0; i--) sift_down(c, k, i);
-        for (int64_t i = k; i < n; i++) {
-            const int32_t id = id_at(ids, i);
-            candidate x = {id, clean(logits[id]), 0.0f};
-            if (worse(&c[0], &x)) {
-                c[0] = x;
-                sift_down(c, k, 0);
-            }
+    int64_t filled = 0, i = 0;
+    for (; filled < k && i < sel->n_scan; i++) {
+        const int32_t id = id_at(sel, i);
+        if (allowed(sel, id)) c[filled++] = (candidate){id, clean(logits[id]), 0.0f};
+    }
+    k = filled;
+    for (int64_t h = k / 2 - 1; h >= 0; h--) sift_down(c, k, h);
+    for (; k > 0 && i < sel->n_scan; i++) {
+        const int32_t id = id_at(sel, i);
+        const candidate x = {id, clean(logits[id]), 0.0f};
+        if (worse(&c[0], &x) && allowed(sel, id)) {
+            c[0] = x;
+            sift_down(c, k, 0);
         }
     }
     qsort(c, (size_t)k, sizeof *c, cmp_cand);
@@ -241,16 +260,13 @@ static int64_t min_p(const candidate *c, int64_t n, float mp) {
     return keep;
 }
 
-int32_t adil_sampler_sample(adil_sampler *s, float *logits) {
-    return adil_sampler_sample_among(s, logits, NULL, (size_t)s->n_vocab);
-}
-
-int32_t adil_sampler_sample_among(adil_sampler *s, float *logits, const int32_t *ids, size_t n_ids) {
+/* The chain over a selection of n_allowed >= 1 tokens. */
+static int32_t sample(adil_sampler *s, float *logits, const selection *sel) {
     apply_repetition_penalty(s, logits);
-    if (s->params.temperature <= 0.0f) return argmax(logits, ids, (int64_t)n_ids);
+    if (s->params.temperature <= 0.0f) return argmax(logits, sel);
 
-    int64_t n = top_k(s, logits, ids, (int64_t)n_ids);
-    if (s->cand[0].logit == -INFINITY) return s->cand[0].id; /* nothing finite: degenerate row */
+    int64_t n = top_k(s, logits, sel);
+    if (n == 0 || s->cand[0].logit == -INFINITY) return n ? s->cand[0].id : 0; /* degenerate row */
     softmax(s->cand, n, 1.0f);
     n = top_p(s->cand, n, s->params.top_p);
     n = min_p(s->cand, n, s->params.min_p);
@@ -264,4 +280,19 @@ int32_t adil_sampler_sample_among(adil_sampler *s, float *logits, const int32_t 
         if (r < cum) return s->cand[i].id;
     }
     return s->cand[n - 1].id; /* rounding left r just above the sum */
+}
+
+int32_t adil_sampler_sample(adil_sampler *s, float *logits) {
+    const selection all = {NULL, NULL, s->n_vocab, s->n_vocab};
+    return sample(s, logits, &all);
+}
+
+int32_t adil_sampler_sample_among(adil_sampler *s, float *logits, const int32_t *ids, size_t n_ids) {
+    const selection among = {ids, NULL, (int64_t)n_ids, (int64_t)n_ids};
+    return sample(s, logits, &among);
+}
+
+int32_t adil_sampler_sample_masked(adil_sampler *s, float *logits, const uint32_t *mask, size_t n_allowed) {
+    const selection masked = {NULL, mask, s->n_vocab, (int64_t)n_allowed};
+    return sample(s, logits, &masked);
 }

@@ -47,4 +47,9 @@ int32_t adil_sampler_sample(adil_sampler *s, float *logits);
  * mask often allows a handful of tokens). */
 int32_t adil_sampler_sample_among(adil_sampler *s, float *logits, const int32_t *ids, size_t n_ids);
 
+/* The same over the tokens whose bit is set in `mask` (bit id % 32 of word
+ * id / 32; n_allowed >= 1 of them): nothing is written to the logits, and a
+ * token's bit is read only when it would be chosen or enter the top k. */
+int32_t adil_sampler_sample_masked(adil_sampler *s, float *logits, const uint32_t *mask, size_t n_allowed);
+
 #endif /* ADIL_SAMPLER_H */
