@@ -171,6 +171,14 @@ struct grammar_vocab {
     trie_node *trie;
     uint32_t n_nodes;
     uint32_t root[256];
+    /* The depth-2 nodes under root[b], in one sequential run:
+     * kids2[kids2_off[b] .. kids2_off[b + 1]) with their bytes in kids2_byte
+     * (a first byte such as ' ' has hundreds of children spread over a large
+     * subtree: the walk reads their bytes here, and only the accepted ones
+     * there). */
+    uint32_t *kids2;
+    uint8_t *kids2_byte;
+    uint32_t kids2_off[257];
     uint32_t *t_ids;   /* token ids, grouped by node */
     uint32_t *end_ids; /* END tokens */
     uint32_t n_end;

@@ -305,7 +305,14 @@ static bool string_mask(grammar_matcher *m, uint32_t *mask, size_t *count) {
     return true;
 }
 
-/* Walks the subtree of root node r (whose byte took the state to st[1]). */
+/* Sets the tokens a trie node spells; returns how many. */
+static size_t set_tokens(const grammar_vocab *v, const trie_node *t, uint32_t *mask) {
+    for (uint32_t k = 0; k < t->ntok; k++) mask_set(mask, v->t_ids[t->tok + k]);
+    return t->ntok;
+}
+
+/* Walks the subtree below node r (whose byte took the state to
+ * st[depth of r]). */
 static size_t walk_subtree(grammar_matcher *m, uint32_t r, uint32_t *mask) {
     const grammar_vocab *v = m->g->vocab;
     const feeder fd = feeder_of(m);
@@ -320,15 +327,15 @@ static size_t walk_subtree(grammar_matcher *m, uint32_t r, uint32_t *mask) {
         }
         m->st[t->depth] = s;
         m->mark[t->depth] = m->a.len;
-        for (uint32_t k = 0; k < t->ntok; k++) mask_set(mask, v->t_ids[t->tok + k]);
-        count += t->ntok;
+        count += set_tokens(v, t, mask);
         i++;
     }
     return count;
 }
 
-/* The trie walk: each first byte fed once; only the subtrees of accepted
- * first bytes are read. */
+/* The trie walk: each first byte fed once, each second byte of an accepted
+ * first byte once (from the sequential kids2 table); only the subtrees of
+ * accepted two-byte prefixes are read. */
 static size_t trie_mask(grammar_matcher *m, uint32_t *mask) {
     const grammar_vocab *v = m->g->vocab;
     const feeder fd = feeder_of(m);
@@ -342,8 +349,15 @@ static size_t trie_mask(grammar_matcher *m, uint32_t *mask) {
         if (!grammar_feed(&fd, &s, (uint8_t)b)) continue;
         m->st[1] = s;
         m->mark[1] = m->a.len;
-        for (uint32_t k = 0; k < v->trie[r].ntok; k++) mask_set(mask, v->t_ids[v->trie[r].tok + k]);
-        count += v->trie[r].ntok + walk_subtree(m, r, mask);
+        count += set_tokens(v, &v->trie[r], mask);
+        for (uint32_t j = v->kids2_off[b]; j < v->kids2_off[b + 1]; j++) {
+            m->a.len = m->mark[1];
+            uint32_t s2 = m->st[1];
+            if (!grammar_feed(&fd, &s2, v->kids2_byte[j])) continue;
+            m->st[2] = s2;
+            m->mark[2] = m->a.len;
+            count += set_tokens(v, &v->trie[v->kids2[j]], mask) + walk_subtree(m, v->kids2[j], mask);
+        }
     }
     m->a.len = base;
     m->a.failed = false;

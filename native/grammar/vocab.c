@@ -54,6 +54,28 @@ static uint32_t lcp(const grammar_vocab *v, uint32_t a, uint32_t b) {
     return i;
 }
 
+/* kids2: the depth-2 nodes, grouped by their first byte (preorder already
+ * has them grouped, first bytes ascending). */
+static adil_status index_depth2(grammar_vocab *v) {
+    uint32_t n2 = 0;
+    for (uint32_t i = 0; i < v->n_nodes; i++) n2 += v->trie[i].depth == 2;
+    v->kids2 = malloc((n2 + 1) * sizeof *v->kids2);
+    v->kids2_byte = malloc(n2 + 1);
+    if (!v->kids2 || !v->kids2_byte) return OOM("trie");
+    uint32_t k = 0, next_b = 0;
+    for (uint32_t i = 0; i < v->n_nodes; i++) {
+        const trie_node *t = &v->trie[i];
+        if (t->depth == 1)
+            for (; next_b <= t->byte; next_b++) v->kids2_off[next_b] = k;
+        if (t->depth == 2) {
+            v->kids2[k] = i;
+            v->kids2_byte[k++] = t->byte;
+        }
+    }
+    for (; next_b <= 256; next_b++) v->kids2_off[next_b] = k;
+    return ADIL_OK;
+}
+
 static adil_status build_trie(grammar_vocab *v, const uint32_t *sorted, uint32_t n_text, size_t total) {
     v->trie = calloc(total + 1, sizeof *v->trie);
     v->t_ids = malloc((n_text + 1) * sizeof *v->t_ids);
@@ -79,7 +101,7 @@ static adil_status build_trie(grammar_vocab *v, const uint32_t *sorted, uint32_t
     }
     for (; depth > 0; depth--) v->trie[open[depth]].end = n;
     v->n_nodes = n;
-    return ADIL_OK;
+    return index_depth2(v);
 }
 
 /* ---- string text ------------------------------------------------------------------ */
@@ -270,6 +292,8 @@ adil_status grammar_vocab_new(const grammar_token *tokens, uint32_t n_tokens, gr
 
 void grammar_vocab_free(grammar_vocab *v) {
     if (!v) return;
+    free(v->kids2);
+    free(v->kids2_byte);
     void *all[] = {v->kind,    v->off,          v->len,        v->bytes,         v->trie,
                    v->t_ids,   v->end_ids,      v->plain_all,  v->long_plain,    v->cp,
                    v->special, v->suffix_bytes, v->suffix_off, v->suffix_closes, v->suffix_cp};
