@@ -163,8 +163,21 @@ static inline bool allowed(const selection *sel, int32_t id) {
     return !sel->mask || ((sel->mask[id >> 5] >> (id & 31)) & 1u);
 }
 
+/* Step 2 over the whole row: the unconstrained path keeps its plain loop. */
+static int32_t argmax_all(const float *logits, int64_t n) {
+    int32_t best = 0;
+    float best_v = clean(logits[0]);
+    for (int64_t i = 1; i < n; i++)
+        if (clean(logits[i]) > best_v) {
+            best_v = logits[i];
+            best = (int32_t)i;
+        }
+    return best;
+}
+
 /* Step 2: the highest logit, the lowest id on ties. */
 static int32_t argmax(const float *logits, const selection *sel) {
+    if (!sel->ids && !sel->mask) return argmax_all(logits, sel->n_scan);
     int32_t best = -1;
     float best_v = -INFINITY;
     for (int64_t i = 0; i < sel->n_scan; i++) {
@@ -217,6 +230,14 @@ static int64_t top_k(adil_sampler *s, const float *logits, const selection *sel)
     }
     k = filled;
     for (int64_t h = k / 2 - 1; h >= 0; h--) sift_down(c, k, h);
+    if (!sel->ids && !sel->mask) /* the whole row: the plain scan */
+        for (; k > 0 && i < sel->n_scan; i++) {
+            const candidate x = {(int32_t)i, clean(logits[i]), 0.0f};
+            if (worse(&c[0], &x)) {
+                c[0] = x;
+                sift_down(c, k, 0);
+            }
+        }
     for (; k > 0 && i < sel->n_scan; i++) {
         const int32_t id = id_at(sel, i);
         const candidate x = {id, clean(logits[id]), 0.0f};
