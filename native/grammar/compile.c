@@ -352,41 +352,47 @@ static int text_order(const adil_grammar *g, gtext a, gtext b) {
     return r ? r : (a.len > b.len) - (a.len < b.len);
 }
 
-/* Sorts and dedups lits[from ..) with their kids (a bottom-up merge sort:
- * an enum may hold many values). */
+typedef struct lit_run {
+    const adil_grammar *g;
+    const gtext *t;
+} lit_run;
+
+static int lit_order(const void *ctx, uint32_t a, uint32_t b) {
+    const lit_run *r = ctx;
+    return text_order(r->g, r->t[a], r->t[b]);
+}
+
+/* Sorts and dedups lits[from ..) with their kids (by merge sort: an enum may
+ * hold many values). */
 uint32_t grammar_sort_lits(adil_grammar *g, uint32_t from) {
     const uint32_t n = g->n_lits - from;
     gtext *t = g->lits + from;
     uint32_t *k = g->lit_kids + from;
+    uint32_t *perm = malloc((n + 1) * sizeof *perm), *tmp = malloc((n + 1) * sizeof *tmp);
     gtext *tt = malloc((n + 1) * sizeof *tt);
     uint32_t *kk = malloc((n + 1) * sizeof *kk);
-    if (!tt || !kk) {
+    if (!perm || !tmp || !tt || !kk) {
+        free(perm);
+        free(tmp);
         free(tt);
         free(kk);
         return 0; /* out of memory: the caller reports no literal */
     }
-    for (uint32_t width = 1; width < n; width *= 2) {
-        for (uint32_t lo = 0; lo < n; lo += 2 * width) {
-            const uint32_t mid = lo + width < n ? lo + width : n,
-                           hi = lo + 2 * width < n ? lo + 2 * width : n;
-            uint32_t i = lo, j = mid, o = lo;
-            while (i < mid || j < hi) {
-                const bool left = j >= hi || (i < mid && text_order(g, t[i], t[j]) <= 0);
-                tt[o] = left ? t[i] : t[j];
-                kk[o++] = left ? k[i++] : k[j++];
-            }
-        }
-        memcpy(t, tt, n * sizeof *t);
-        memcpy(k, kk, n * sizeof *k);
-    }
-    free(tt);
-    free(kk);
+    for (uint32_t i = 0; i < n; i++) perm[i] = i;
+    const lit_run run = {g, t};
+    grammar_sort_ids(perm, tmp, n, lit_order, &run);
     uint32_t m = 0;
     for (uint32_t i = 0; i < n; i++)
-        if (m == 0 || text_order(g, t[m - 1], t[i]) != 0) {
-            t[m] = t[i];
-            k[m++] = k[i];
+        if (m == 0 || text_order(g, tt[m - 1], t[perm[i]]) != 0) {
+            tt[m] = t[perm[i]];
+            kk[m++] = k[perm[i]];
         }
+    memcpy(t, tt, m * sizeof *t);
+    memcpy(k, kk, m * sizeof *k);
+    free(perm);
+    free(tmp);
+    free(tt);
+    free(kk);
     g->n_lits = from + m;
     return m;
 }

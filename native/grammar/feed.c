@@ -42,7 +42,6 @@ uint32_t grammar_push(const feeder *fd, const frame *f) {
 
 static inline const frame *at(const feeder *fd, uint32_t i) { return &fd->a->f[i]; }
 static inline const gnode *node_of(const feeder *fd, const frame *f) { return &fd->g->nodes[f->node]; }
-static inline bool is_ws(uint8_t b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r'; }
 
 /* Whitespace in a gap between lexemes: inside a document one space at
  * most (the ", " and ": " of common JSON styles; more lets a model pad its
@@ -148,22 +147,22 @@ static int step_object(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
         return replace(fd, top, f);
     case O_FIRST:
     case O_AFTER_VALUE:
-        if (is_ws(b)) return take_ws(fd, top, f, b);
+        if (json_ws(b)) return take_ws(fd, top, f, b);
         if (b == '}') return required_met(n, f) ? close_container(fd, top, f) : REJECT;
         if (f->phase == O_FIRST) return b == '"' ? open_key(fd, top, f) : REJECT;
         if (b != ',' || !more_keys(n, f)) return REJECT;
         f->phase = O_COMMA;
         return replace(fd, top, f);
     case O_COMMA:
-        if (is_ws(b)) return take_ws(fd, top, f, b);
+        if (json_ws(b)) return take_ws(fd, top, f, b);
         return b == '"' ? open_key(fd, top, f) : REJECT;
     case O_AFTER_KEY:
-        if (is_ws(b)) return take_ws(fd, top, f, b);
+        if (json_ws(b)) return take_ws(fd, top, f, b);
         if (b != ':') return REJECT;
         f->phase = O_COLON;
         return replace(fd, top, f);
     case O_COLON: {
-        if (is_ws(b)) return take_ws(fd, top, f, b);
+        if (json_ws(b)) return take_ws(fd, top, f, b);
         f->phase = O_VALUE;
         replace(fd, top, f);
         const uint32_t value = f->lo != GRAMMAR_NONE ? fd->g->props[n->a + f->lo].value : fd->g->any;
@@ -185,14 +184,23 @@ static bool declared_alive(uint64_t seen, uint32_t lo, uint32_t hi) {
     return false;
 }
 
-/* Narrows [lo, hi) (keys sharing `pos` bytes) to those with byte b at pos. */
-static void narrow_props(const feeder *fd, const gnode *n, uint32_t pos, uint8_t b, uint32_t *lo,
-                         uint32_t *hi) {
-    const gprop *p = fd->g->props + n->a;
+/* The i-th of texts `stride` bytes apart: a run of gtext, or the keys of a
+ * run of gprop. */
+static inline gtext text_at(const gtext *first, size_t stride, uint32_t i) {
+    return *(const gtext *)((const char *)first + (size_t)i * stride);
+}
+
+/* Narrows [lo, hi) of sorted texts sharing `pos` bytes to those with byte b
+ * at pos. */
+static void narrow_texts(const feeder *fd, const gtext *first, size_t stride, uint32_t pos, uint8_t b,
+                         uint32_t *lo, uint32_t *hi) {
     uint32_t i = *lo;
-    while (i < *hi && (p[i].key.len <= pos || text_of(fd, p[i].key)[pos] < b)) i++;
+    while (i < *hi &&
+           (text_at(first, stride, i).len <= pos || text_of(fd, text_at(first, stride, i))[pos] < b))
+        i++;
     uint32_t j = i;
-    while (j < *hi && p[j].key.len > pos && text_of(fd, p[j].key)[pos] == b) j++;
+    while (j < *hi && text_at(first, stride, j).len > pos && text_of(fd, text_at(first, stride, j))[pos] == b)
+        j++;
     *lo = i;
     *hi = j;
 }
@@ -219,7 +227,7 @@ static int step_key(const feeder *fd, uint32_t *top, frame *k, uint8_t b) {
     if (b == '"' && ((k->lo < k->hi && p[k->lo].key.len == k->count) || (k->flags & KEY_GENERIC)))
         if (close_key(fd, top, k) == CONSUMED) return CONSUMED;
     uint32_t lo = k->lo, hi = k->hi;
-    narrow_props(fd, n, k->count, b, &lo, &hi);
+    narrow_texts(fd, &p[0].key, sizeof *p, k->count, b, &lo, &hi);
     if (k->flags & KEY_GENERIC) {
         const lex_result r = lex_byte(&k->s, b, fd->checking_value);
         if (r == LEX_REJECT || r == LEX_CLOSE) k->flags &= ~KEY_GENERIC;
@@ -245,7 +253,7 @@ static int step_array(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
         return replace(fd, top, f);
     case A_FIRST:
     case A_AFTER:
-        if (is_ws(b)) return take_ws(fd, top, f, b);
+        if (json_ws(b)) return take_ws(fd, top, f, b);
         if (b == ']') return f->count >= n->min_len ? close_container(fd, top, f) : REJECT;
         if (f->phase == A_AFTER) {
             if (b != ',' || f->count >= n->max_len) return REJECT;
@@ -257,7 +265,7 @@ static int step_array(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
         replace(fd, top, f);
         return start_child(fd, top, n->a);
     case A_COMMA:
-        if (is_ws(b)) return take_ws(fd, top, f, b);
+        if (json_ws(b)) return take_ws(fd, top, f, b);
         f->phase = A_ITEM;
         replace(fd, top, f);
         return start_child(fd, top, n->a);
@@ -293,23 +301,12 @@ static int step_string(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
 
 /* ---- literals: enum, const, booleans, null; tool names ------------------------------- */
 
-/* Narrows [lo, hi) of sorted texts sharing `pos` bytes to those with b at pos. */
-static void narrow_texts(const feeder *fd, const gtext *t, uint32_t pos, uint8_t b, uint32_t *lo,
-                         uint32_t *hi) {
-    uint32_t i = *lo;
-    while (i < *hi && (t[i].len <= pos || text_of(fd, t[i])[pos] < b)) i++;
-    uint32_t j = i;
-    while (j < *hi && t[j].len > pos && text_of(fd, t[j])[pos] == b) j++;
-    *lo = i;
-    *hi = j;
-}
-
 /* One byte of a choice among texts; *whole: the choice ended (one text,
  * matched to its end).  AGAIN: a text was complete and b does not extend any. */
 static int step_texts(const feeder *fd, frame *f, const gtext *t, uint8_t b, bool *whole) {
     uint32_t lo = f->lo, hi = f->hi;
     const bool complete = lo < hi && t[lo].len == f->count;
-    narrow_texts(fd, t, f->count, b, &lo, &hi);
+    narrow_texts(fd, t, sizeof *t, f->count, b, &lo, &hi);
     *whole = false;
     if (lo == hi) return complete ? AGAIN : REJECT;
     f->lo = lo;
@@ -375,7 +372,7 @@ static int step_toolcall(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
     const tc_op *op = &TC_PROGRAM[f->phase];
     switch (op->op) {
     case TC_WS:
-        if (is_ws(b)) return take_ws(fd, top, f, b);
+        if (json_ws(b)) return take_ws(fd, top, f, b);
         f->phase++;
         f->ws = 0;
         return step_toolcall(fd, top, f, b);
@@ -455,10 +452,7 @@ static int step_root(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
     const adil_grammar *g = fd->g;
     switch (f->phase) {
     case R_FREE: {
-        const uint8_t *t = g->pool + g->trigger.off;
-        uint32_t j = f->count;
-        while (j > 0 && t[j] != b) j = g->kmp[j - 1];
-        if (t[j] == b) j++;
+        const uint32_t j = kmp_next(g, f->count, b);
         f->count = j;
         if (j == g->trigger.len) {
             f->phase = R_LEAD;
@@ -467,12 +461,12 @@ static int step_root(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
         return replace(fd, top, f);
     }
     case R_LEAD:
-        if (is_ws(b)) return take_ws(fd, top, f, b);
+        if (json_ws(b)) return take_ws(fd, top, f, b);
         f->phase = R_DOC;
         replace(fd, top, f);
         return start_child(fd, top, f->node);
     case R_TRAIL: {
-        if (f->count == 0 && is_ws(b)) return take_ws(fd, top, f, b);
+        if (f->count == 0 && json_ws(b)) return take_ws(fd, top, f, b);
         if (g->pool[g->end.off + f->count] != b) return REJECT;
         if (++f->count == g->end.len) {
             f->phase = R_FREE;

@@ -112,13 +112,6 @@ static adil_status read_marker(compiler *c, const adil_json *doc, const char *ke
     return grammar_pool_add(c->g, v->str, v->str_len, out) ? ADIL_OK : OOM();
 }
 
-/* KMP state after byte b from state j. */
-static uint32_t kmp_next(const adil_grammar *g, uint32_t j, uint8_t b) {
-    const uint8_t *t = g->pool + g->trigger.off;
-    while (j > 0 && t[j] != b) j = g->kmp[j - 1];
-    return t[j] == b ? j + 1 : 0;
-}
-
 static void build_kmp(adil_grammar *g) {
     const uint8_t *t = g->pool + g->trigger.off;
     g->kmp[0] = 0;

@@ -207,6 +207,21 @@ struct grammar_vocab {
 
 #define PLAIN_BUCKETS 16
 
+/* Sorts ids[0 .. n) by `order` (< 0, 0, > 0 as a before, like, after b),
+ * keeping the order of equal ones: a bottom-up merge sort; tmp holds n. */
+typedef int (*grammar_order)(const void *ctx, uint32_t a, uint32_t b);
+void grammar_sort_ids(uint32_t *ids, uint32_t *tmp, uint32_t n, grammar_order order, const void *ctx);
+
+/* JSON whitespace. */
+static inline bool json_ws(uint8_t b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r'; }
+
+/* The lazy trigger's KMP state after byte b from state j. */
+static inline uint32_t kmp_next(const adil_grammar *g, uint32_t j, uint8_t b) {
+    const uint8_t *t = g->pool + g->trigger.off;
+    while (j > 0 && t[j] != b) j = g->kmp[j - 1];
+    return t[j] == b ? j + 1 : 0;
+}
+
 static inline bool mask_test(const uint32_t *mask, uint32_t id) { return (mask[id >> 5] >> (id & 31)) & 1u; }
 static inline void mask_set(uint32_t *mask, uint32_t id) { mask[id >> 5] |= 1u << (id & 31); }
 static inline void mask_clear(uint32_t *mask, uint32_t id) { mask[id >> 5] &= ~(1u << (id & 31)); }

@@ -62,14 +62,27 @@ grammar_position grammar_matcher_position(const grammar_matcher *m) {
     return grammar_position_of(&fd, m->top);
 }
 
-/* Feeds bytes from state s on scratch frames (dropped afterwards). */
-static bool feeds(grammar_matcher *m, uint32_t s, const uint8_t *bytes, uint32_t len) {
+/* Feeds bytes[0 .. len) from state *s, stopping at the first refused byte:
+ * returns how many were taken, *s the state after them.  The frames stay in
+ * the arena (callers drop or commit them). */
+static size_t feed_run(grammar_matcher *m, uint32_t *s, const uint8_t *bytes, size_t len) {
     const feeder fd = feeder_of(m);
-    const uint32_t base = m->a.len;
-    bool ok = true;
-    for (uint32_t i = 0; ok && i < len; i++) ok = grammar_feed(&fd, &s, bytes[i]);
+    size_t i = 0;
+    for (uint32_t next = *s; i < len && grammar_feed(&fd, &next, bytes[i]); i++) *s = next;
+    return i;
+}
+
+/* Drops the scratch frames above `base`. */
+static void drop_to(grammar_matcher *m, uint32_t base) {
     m->a.len = base;
     m->a.failed = false;
+}
+
+/* Feeds bytes from state s on scratch frames (dropped afterwards). */
+static bool feeds(grammar_matcher *m, uint32_t s, const uint8_t *bytes, uint32_t len) {
+    const uint32_t base = m->a.len;
+    const bool ok = feed_run(m, &s, bytes, len) == len;
+    drop_to(m, base);
     return ok;
 }
 
@@ -108,58 +121,43 @@ bool grammar_matcher_accept_token(grammar_matcher *m, int32_t token, size_t *bad
         if (!ok && bad_byte) *bad_byte = v->len[id];
         return ok;
     }
-    const feeder fd = feeder_of(m);
     const uint32_t base = m->a.len;
     uint32_t s = m->top;
-    for (uint32_t i = 0; i < v->len[id]; i++) {
-        if (!grammar_feed(&fd, &s, token_bytes(v, id)[i])) {
-            m->a.len = base;
-            m->a.failed = false;
-            if (bad_byte) *bad_byte = i;
-            return false;
-        }
+    const size_t taken = feed_run(m, &s, token_bytes(v, id), v->len[id]);
+    if (taken < v->len[id]) {
+        drop_to(m, base);
+        if (bad_byte) *bad_byte = taken;
+        return false;
     }
     commit(m, s);
     return true;
 }
 
 bool grammar_matcher_accept_bytes(grammar_matcher *m, const uint8_t *bytes, size_t n, size_t *bad_byte) {
-    const feeder fd = feeder_of(m);
     uint32_t s = m->top;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t next = s;
-        if (!grammar_feed(&fd, &next, bytes[i])) {
-            if (bad_byte) *bad_byte = i;
-            commit(m, s);
-            return false;
-        }
-        s = next;
-    }
-    commit(m, s);
-    return true;
+    const size_t taken = feed_run(m, &s, bytes, n);
+    if (taken < n && bad_byte) *bad_byte = taken;
+    commit(m, s); /* the bytes before a refused one stay accepted */
+    return taken == n;
 }
 
 bool grammar_matcher_peek(grammar_matcher *m, const int32_t *tokens, size_t n, grammar_position *out) {
     const grammar_vocab *v = m->g->vocab;
-    const feeder fd = feeder_of(m);
     const uint32_t base = m->a.len;
     uint32_t s = m->top;
     bool ok = true;
     for (size_t i = 0; ok && i < n; i++) {
         const int32_t t = tokens[i];
-        ok = t >= 0 && (uint32_t)t < v->n && v->kind[t] == GRAMMAR_TOKEN_TEXT;
-        for (uint32_t k = 0; ok && k < v->len[t]; k++)
-            ok = grammar_feed(&fd, &s, token_bytes(v, (uint32_t)t)[k]);
+        ok = t >= 0 && (uint32_t)t < v->n && v->kind[t] == GRAMMAR_TOKEN_TEXT &&
+             feed_run(m, &s, token_bytes(v, (uint32_t)t), v->len[t]) == v->len[t];
     }
+    const feeder fd = feeder_of(m);
     if (ok) *out = grammar_position_of(&fd, s);
-    m->a.len = base;
-    m->a.failed = false;
+    drop_to(m, base);
     return ok;
 }
 
 /* ---- forced bytes ---------------------------------------------------------------------- */
-
-static bool is_ws(uint8_t b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r'; }
 
 /* Whitespace that fills a gap between lexemes (optional) rather than being
  * content (a space in a string, a key, an enum value): feeding it bumps the
@@ -168,9 +166,8 @@ static bool is_padding(grammar_matcher *m, uint32_t s, uint8_t b) {
     const feeder fd = feeder_of(m);
     const uint32_t base = m->a.len;
     uint32_t t = s;
-    const bool padding = is_ws(b) && grammar_feed(&fd, &t, b) && m->a.f[t].ws > 0;
-    m->a.len = base;
-    m->a.failed = false;
+    const bool padding = json_ws(b) && grammar_feed(&fd, &t, b) && m->a.f[t].ws > 0;
+    drop_to(m, base);
     return padding;
 }
 
@@ -197,8 +194,7 @@ size_t grammar_matcher_forced(const grammar_matcher *cm, uint8_t *buf, size_t ca
         if (b < 0 || !grammar_feed(&fd, &s, (uint8_t)b)) break;
         buf[n++] = (uint8_t)b;
     }
-    m->a.len = base;
-    m->a.failed = false;
+    drop_to(m, base);
     return n;
 }
 
@@ -359,8 +355,7 @@ static size_t trie_mask(grammar_matcher *m, uint32_t *mask) {
             count += set_tokens(v, &v->trie[v->kids2[j]], mask) + walk_subtree(m, v->kids2[j], mask);
         }
     }
-    m->a.len = base;
-    m->a.failed = false;
+    drop_to(m, base);
     return count;
 }
 
@@ -377,7 +372,6 @@ size_t grammar_matcher_mask(grammar_matcher *m, uint32_t *mask) {
         for (uint32_t k = 0; pos != GRAMMAR_OPEN && k < v->n_end; k++) mask_set(mask, v->end_ids[k]);
         if (pos != GRAMMAR_OPEN) count += v->n_end;
     }
-    m->a.len = base;
-    m->a.failed = false;
+    drop_to(m, base);
     return count;
 }

@@ -14,14 +14,15 @@
 
 #define OOM(what) adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "grammar_vocab_new: out of memory (%s)", what)
 
-/* ---- sorting token ids (bottom-up merge sort; no global state) ---------------------- */
+/* ---- sorting token ids (by bytes, or by the bytes of their suffixes) -------------- */
 
 typedef struct sort_key {
     const grammar_vocab *v;
     const uint32_t *from; /* NULL: whole tokens; else where each token's suffix starts */
 } sort_key;
 
-static int compare(const sort_key *k, uint32_t a, uint32_t b) {
+static int compare(const void *ctx, uint32_t a, uint32_t b) {
+    const sort_key *k = ctx;
     const grammar_vocab *v = k->v;
     const uint32_t sa = k->from ? k->from[a] : 0, sb = k->from ? k->from[b] : 0;
     const uint32_t la = v->len[a] - sa, lb = v->len[b] - sb;
@@ -29,20 +30,6 @@ static int compare(const sort_key *k, uint32_t a, uint32_t b) {
     if (r) return r;
     if (la != lb) return la < lb ? -1 : 1;
     return (a > b) - (a < b);
-}
-
-static void sort_ids(uint32_t *ids, uint32_t *tmp, uint32_t n, const sort_key *k) {
-    for (uint32_t width = 1; width < n; width *= 2) {
-        for (uint32_t lo = 0; lo < n; lo += 2 * width) {
-            const uint32_t mid = lo + width < n ? lo + width : n,
-                           hi = lo + 2 * width < n ? lo + 2 * width : n;
-            uint32_t i = lo, j = mid, o = lo;
-            while (i < mid && j < hi) tmp[o++] = compare(k, ids[i], ids[j]) <= 0 ? ids[i++] : ids[j++];
-            while (i < mid) tmp[o++] = ids[i++];
-            while (j < hi) tmp[o++] = ids[j++];
-        }
-        memcpy(ids, tmp, n * sizeof *ids);
-    }
 }
 
 /* ---- the trie ---------------------------------------------------------------------- */
@@ -201,7 +188,7 @@ static adil_status build_suffixes(grammar_vocab *v, const uint32_t *at) {
             slot[v->special[k].id] = k;
         }
         const sort_key key = {v, at};
-        sort_ids(order, tmp, n, &key);
+        grammar_sort_ids(order, tmp, n, compare, &key);
         for (uint32_t k = 0; k < n; k++) {
             const uint32_t id = order[k];
             const uint32_t prev = k ? order[k - 1] : 0;
@@ -259,7 +246,7 @@ static adil_status index_tokens(grammar_vocab *v, size_t total) {
     }
     if (st == ADIL_OK) {
         const sort_key key = {v, NULL};
-        sort_ids(sorted, tmp, n_text, &key);
+        grammar_sort_ids(sorted, tmp, n_text, compare, &key);
         st = build_trie(v, sorted, n_text, total);
     }
     if (st == ADIL_OK) st = build_plain(v, at);
