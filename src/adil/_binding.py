@@ -6,7 +6,9 @@ before resolving any other symbol, then check every required symbol and the
 engine's struct sizes (adil.h's rule: each at least its 2.0 size, larger for
 a later minor that appended fields).  A field a minor appended is read from an
 engine only when its minor is at least that one and the size it reports
-covers the field (:meth:`Library.has_fields`).  Anything wrong raises
+covers the field (:meth:`Library.has_fields`); a function a minor appended
+(_cdef.FUNCTION_MINORS) is required only of an engine of that minor or later
+and resolved only from one (:meth:`Library.has_function`).  Anything wrong raises
 :class:`~adil.errors.ComponentRefusedError` naming the file, what was found
 and what was expected; the process never crashes and can load another
 engine afterwards.
@@ -24,7 +26,7 @@ from typing import Any, NoReturn
 
 import cffi
 
-from ._cdef import CDEF, CONSTANTS, LAST_FIELDS
+from ._cdef import CDEF, CONSTANTS, FUNCTION_MINORS, LAST_FIELDS
 from .errors import STATUS_CLASSES, AdilError, ComponentRefusedError, DeadlineError
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "ffi",
     "library_dir",
     "open_library",
+    "token_logprobs",
 ]
 
 ffi = cffi.FFI()
@@ -74,10 +77,23 @@ def _status_errors() -> dict[int, type[AdilError]]:
 # adil_status value -> the one error class that stands for it.
 STATUS_ERRORS: dict[int, type[AdilError]] = _status_errors()
 
-# Every function of the header: an engine must export all of them.
-REQUIRED_SYMBOLS: tuple[str, ...] = tuple(
+# Every function of the header.
+FUNCTIONS: tuple[str, ...] = tuple(
     dict.fromkeys(re.findall(r"^(?!typedef)[^\n]*?\b(adil_\w+)\(", CDEF, flags=re.M))
 )
+# The functions of the base ABI: every engine must export all of them.
+REQUIRED_SYMBOLS: tuple[str, ...] = tuple(f for f in FUNCTIONS if f not in FUNCTION_MINORS)
+
+
+def required_symbols(minor: int) -> tuple[str, ...]:
+    """The functions an engine of ABI 2.`minor` must export: the base ABI's and
+    those appended in minors up to its own."""
+    return tuple(f for f in FUNCTIONS if FUNCTION_MINORS.get(f, 0) <= minor)
+
+
+# Capability -> the function an engine needs for it; an engine that reports the
+# capability without the function (or of a minor before it) is taken not to have it.
+CAPABILITY_FUNCTIONS: dict[str, str] = {"logprobs": "adil_run_token_logprobs"}
 # component-info field size_X -> the struct adil_X whose size it reports.
 STRUCT_SIZE_FIELDS: dict[str, str] = {
     name: "adil_" + name.removeprefix("size_")
@@ -146,6 +162,14 @@ class Library:
         least = SIZES.get(minor, {}).get(struct)
         return least is not None and self.abi_minor >= minor and self.sizes.get(struct, 0) >= least
 
+    def has_function(self, name: str) -> bool:
+        """Whether `name` may be called: a base-ABI function, or one a minor
+        appended (_cdef.FUNCTION_MINORS) when this engine is of that minor or
+        later (and so exports it; checked at load)."""
+        if name not in FUNCTIONS:
+            return False
+        return self.abi_minor >= FUNCTION_MINORS.get(name, 0)
+
 
 _cache: dict[str, Library] = {}
 _cache_lock = threading.Lock()
@@ -198,10 +222,10 @@ def _check_component(path: str, lib: Any) -> Library:
     if major != ABI_MAJOR or minor < ABI_MINOR_REQUIRED:
         _refuse(path, f"ABI version {major}.{minor}",
                 f"ABI version {ABI_MAJOR}.x with x >= {ABI_MINOR_REQUIRED}")
-    missing = [name for name in REQUIRED_SYMBOLS if not _has_symbol(lib, name)]
+    missing = [name for name in required_symbols(minor) if not _has_symbol(lib, name)]
     if missing:
         _refuse(path, f"ABI {major}.{minor} without the symbol(s) {', '.join(missing)}",
-                "every function of the version-2 ABI")
+                f"every function of the version-2 ABI up to 2.{minor}")
     info = lib.adil_component()
     least = SIZES_2_0["adil_component_info"]
     if info == ffi.NULL or info.struct_size < least:
@@ -232,7 +256,11 @@ def _check_component(path: str, lib: Any) -> Library:
     )
     if not library.has_fields("adil_component_info", 1):
         return library  # a 2.0 engine: no capabilities field to read
-    return replace(library, capabilities=_list(info.capabilities))
+    capabilities = tuple(
+        name for name in _list(info.capabilities)
+        if library.has_function(CAPABILITY_FUNCTIONS.get(name, "adil_abi_version"))
+    )
+    return replace(library, capabilities=capabilities)
 
 
 def _has_symbol(lib: Any, name: str) -> bool:
@@ -249,6 +277,24 @@ def _string(ptr: Any) -> str:
 
 def _list(ptr: Any) -> tuple[str, ...]:
     return tuple(item for item in _string(ptr).split(",") if item)
+
+
+MAX_LOGPROBS = int(CONSTANTS["ADIL_MAX_LOGPROBS"])
+
+
+def token_logprobs(lib: Any, run: Any, index: int) -> tuple[float, tuple[tuple[int, float], ...]]:
+    """adil_run_token_logprobs for the index-th generated token of `run` (started
+    with n_logprobs > 0 on an engine with "logprobs"): its log-probability and
+    the (token, logprob) alternatives, most likely first.  NaN and () where the
+    engine did not compute that position's logits (a forced token).  Raises the
+    status's error class (InvalidArgumentError for an index not yet generated)."""
+    logprob = ffi.new("float *")
+    ids = ffi.new("int32_t[]", MAX_LOGPROBS)
+    values = ffi.new("float[]", MAX_LOGPROBS)
+    n_top = ffi.new("size_t *")
+    check(lib, lib.adil_run_token_logprobs(run, index, logprob, ids, values, MAX_LOGPROBS, n_top))
+    n = min(int(n_top[0]), MAX_LOGPROBS)
+    return float(logprob[0]), tuple((int(ids[i]), float(values[i])) for i in range(n))
 
 
 # adil_stop_reason -> the Timeout field whose deadline it is.

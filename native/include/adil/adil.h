@@ -38,6 +38,12 @@
  *  - 2.0: the base ABI.
  *  - 2.1: adil_component_info.capabilities (ADIL_SIZE_2_1_COMPONENT_INFO);
  *    adil_run_stats.n_forced_tokens and .grammar_ms (ADIL_SIZE_2_1_RUN_STATS).
+ *  - 2.2: adil_run_params.n_logprobs (ADIL_SIZE_2_2_RUN_PARAMS) and the
+ *    function adil_run_token_logprobs (capability "logprobs").
+ *    A function appended in minor N is marked, as appended fields are, by a
+ *    comment of its own, 2.N, before its description.  A host resolves it
+ *    only from an engine whose minor is >= N (an engine of an earlier minor
+ *    does not export it); an engine of minor >= N exports all of them.
  *  - Params are passed by pointer, never by value.
  *  - Every function returns an adil_status (ADIL_OK == 0) unless stated
  *    otherwise.  On failure a message for the calling thread is available from
@@ -85,7 +91,7 @@ extern "C" {
 #define ADIL_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
 #define ADIL_ABI_MAJOR 2
-#define ADIL_ABI_MINOR 1
+#define ADIL_ABI_MINOR 2
 /* Packs and unpacks the (major << 16) | minor form of adil_abi_version(). */
 #define ADIL_MAKE_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor) & 0xFFFFu))
 #define ADIL_VERSION_MAJOR(v)           (((uint32_t)(v)) >> 16)
@@ -467,9 +473,17 @@ typedef struct adil_run_params {
                                               0 = ADIL_DEFAULT_STEP_BUDGET_MS */
     uint32_t ignore_eos;       /* non-zero: EOS/EOT do not stop the run (benchmarks);
                                               engines without a model (the stub) ignore it */
+    /* 2.2 */
+    uint32_t n_logprobs; /* 0 = off; 1..ADIL_MAX_LOGPROBS: keep each generated token's
+                            log-probability and this many most likely alternatives
+                            (adil_run_token_logprobs).  Needs the "logprobs" capability */
 } adil_run_params;
 
 #define ADIL_SIZE_2_0_RUN_PARAMS ADIL_SIZE_THROUGH(adil_run_params, ignore_eos)
+#define ADIL_SIZE_2_2_RUN_PARAMS ADIL_SIZE_THROUGH(adil_run_params, n_logprobs)
+
+/* The largest adil_run_params.n_logprobs. */
+#define ADIL_MAX_LOGPROBS 20
 
 /* What 0 in step_budget_ms stands for, in milliseconds. */
 #define ADIL_DEFAULT_STEP_BUDGET_MS 20
@@ -502,7 +516,10 @@ typedef struct adil_run_stats {
  * Returns ADIL_STATUS_BUSY when the model already has a live run,
  * ADIL_STATUS_MODEL_NOT_READY, ADIL_STATUS_CONTEXT_LENGTH (message with both
  * numbers) when n_prompt + max_tokens exceeds the window,
- * ADIL_STATUS_INVALID_ARGUMENT for an empty prompt or an id out of range,
+ * ADIL_STATUS_INVALID_ARGUMENT for an empty prompt, an id out of range or
+ * n_logprobs over ADIL_MAX_LOGPROBS, ADIL_STATUS_CAPABILITY for n_logprobs > 0
+ * on an engine without "logprobs" (one of an earlier minor ignores the field:
+ * a host checks the capability first),
  * ADIL_STATUS_IO when a mapped model's file changed since load (use_mmap).
  * The prompt is copied.  Free *out with adil_run_free. */
 ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, size_t n_prompt,
@@ -535,6 +552,33 @@ ADIL_API adil_status adil_run_get_stats(const adil_run *run, adil_run_stats *out
 /* Frees a run (cancelling it first if it is still going) and lets the model
  * take the next run.  NULL is a no-op. */
 ADIL_API void adil_run_free(adil_run *run);
+
+/* 2.2 */
+/* The log-probabilities of the index-th token the run generated (0-based, in
+ * the order adil_run_step returned them; every token a step returned has
+ * one) in a run started with n_logprobs = k > 0.  Every value is a
+ * log-softmax of the model's raw logits at that position: before the
+ * repetition penalty, temperature, top-k/p, min-p and a grammar's mask, so
+ * they do not depend on the sampling settings.
+ *   *logprob         the log-probability of the token generated there;
+ *   top_tokens[i],   the min(k, n_vocab) most likely tokens there and theirs,
+ *   top_logprobs[i]  most likely first (the lower id first on ties); the token
+ *                    generated is among them only when it ranks within them.
+ * Writes at most `capacity` entries into top_tokens and top_logprobs (both
+ * may be NULL when capacity is 0) and the number there are into *n_top; the
+ * caller calls again with more room when *n_top > capacity.
+ * A token whose logits the engine did not compute (the stub has no model; an
+ * engine may evaluate tokens a grammar forced as a batch) gives *logprob =
+ * NAN and *n_top = 0, with ADIL_OK.  The stub reports *logprob = 0 and its
+ * token as the only alternative, with log-probability 0.
+ * Returns ADIL_STATUS_INVALID_ARGUMENT for NULL run, logprob or n_top, NULL
+ * arrays with capacity > 0, a run started with n_logprobs = 0, or an index not
+ * yet generated (message with the count); ADIL_STATUS_CAPABILITY for an
+ * engine without "logprobs".  Valid until adil_run_free; not while another
+ * thread steps the run. */
+ADIL_API adil_status adil_run_token_logprobs(const adil_run *run, size_t index, float *logprob,
+                                             int32_t *top_tokens, float *top_logprobs, size_t capacity,
+                                             size_t *n_top);
 
 /* ===================================================================== *
  * Cancel flags: one flag for a whole piece of work (a generation and the
