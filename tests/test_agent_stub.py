@@ -67,7 +67,8 @@ class Signalling:
 
     def render_chat(self, messages: Sequence[dict[str, str]],
                     add_generation_prompt: bool = True, *, deadline: Any = None) -> str:
-        return self.model.render_chat(messages, add_generation_prompt, deadline=deadline)
+        return self.model.render_chat(messages, add_generation_prompt=add_generation_prompt,
+                                      deadline=deadline)
 
     def cancel_token(self) -> adil.CancelToken:
         return self.model.cancel_token()

@@ -69,8 +69,9 @@ def test_directory_and_fifo_are_model_file_errors(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"max_tokens": 1.5}, {"max_tokens": -1}, {"max_tokens": 2**32}, {"max_tokens": None},
-    {"stop": [1, 2]}, {"sampling": {"temperature": 0}}, {"timeout": 5}, {"schema": "{}"},
+    {"max_tokens": 1.5}, {"max_tokens": -1}, {"max_tokens": 2**32}, {"max_tokens": 0},
+    {"stop": [1, 2]}, {"sampling": {"temperature": 0}}, {"timeout": True}, {"timeout": "5"},
+    {"timeout": 0}, {"schema": "{}"},
 ])
 def test_generate_arguments(model: adil.Model, kwargs: dict[str, object]) -> None:
     with pytest.raises(adil.InvalidArgumentError):

@@ -132,13 +132,13 @@ def test_prompt_plus_max_tokens_over_the_context(model: adil.Model) -> None:
     assert len(done.tokens) <= 24
 
 
-def test_max_tokens_zero_means_up_to_the_window(model: adil.Model) -> None:
-    done = model.complete(ids(60), max_tokens=0, sampling=GREEDY)
+def test_max_tokens_none_means_up_to_the_window(model: adil.Model) -> None:
+    done = model.complete(ids(60), max_tokens=None, sampling=GREEDY)
     assert len(done.tokens) <= 4
     if done.stop_reason == "max_tokens":
         assert len(done.tokens) == 4
     with pytest.raises(adil.ContextLengthError):
-        model.complete(ids(64), max_tokens=0)
+        model.complete(ids(64), max_tokens=None)
 
 
 # ---- sampling ------------------------------------------------------------------------
@@ -209,7 +209,7 @@ def test_cancel_before_the_first_token(model: adil.Model) -> None:
 
 def test_cancel_between_steps(engine: adil.Engine, gemma_path: Path) -> None:
     with engine.load_model(gemma_path, threads=2, context_length=1024) as m:
-        generation = m.generate(ids(8), max_tokens=0, sampling=GREEDY)
+        generation = m.generate(ids(8), max_tokens=None, sampling=GREEDY)
         first = next(generation)  # a step returns at most 64 tokens
         generation.cancel()
         done = generation.completion()
@@ -226,7 +226,7 @@ def test_stats(model: adil.Model) -> None:
 
 def test_total_deadline(engine: adil.Engine, gemma_path: Path) -> None:
     with engine.load_model(gemma_path, threads=2, context_length=4096) as m:
-        generation = m.generate(ids(8), max_tokens=0, sampling=GREEDY,
+        generation = m.generate(ids(8), max_tokens=None, sampling=GREEDY,
                                 timeout=adil.Timeout(total=0.05))
         with pytest.raises(adil.DeadlineError) as caught:
             for _ in generation:

@@ -116,7 +116,7 @@ def test_pieces_join_to_llama_cpp_text(gemma: adil.Model, special: bool) -> None
     name = "detok_special" if special else "detok"
     mismatches = []
     for case in CASES:
-        text = b"".join(gemma.token_bytes(i, special) for i in case["bos1_sp1"])
+        text = b"".join(gemma.token_bytes(i, special=special) for i in case["bos1_sp1"])
         want = _expected_text(case, name)
         if text != want:
             mismatches.append(f"{_label(case)}: got {text[:40]!r}, want {want[:40]!r}")

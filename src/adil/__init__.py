@@ -36,8 +36,8 @@ from .errors import (
     ServiceConnectionError,
     ToolSchemaError,
 )
-from .generation import Completion, Generation, Piece, Stats
-from .sampling import Sampling
+from .generation import Completion, Generation, Piece, Stats, StopReason, TokenLogprob
+from .sampling import DEFAULT_SAMPLING, Sampling
 from .timeouts import Timeout
 from .tools import Tool, ToolContext, tool
 
@@ -52,6 +52,7 @@ __all__ = [
     "Completion",
     "ComponentRefusedError",
     "ContextLengthError",
+    "DEFAULT_SAMPLING",
     "DeadlineError",
     "DisplayField",
     "ENGINE_LIBRARY",
@@ -75,10 +76,12 @@ __all__ = [
     "Sampling",
     "ServiceConnectionError",
     "Stats",
+    "StopReason",
     "Timeout",
     "Tool",
     "ToolCall",
     "ToolContext",
+    "TokenLogprob",
     "ToolSchemaError",
     "tool",
     "__version__",

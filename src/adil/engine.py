@@ -11,6 +11,7 @@ alive, and ``Engine.close()`` closes the engine's models first.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import weakref
@@ -24,6 +25,7 @@ import numpy.typing as npt
 from . import __version__
 from ._binding import ENGINE_LIBRARY as _ENGINE_LIBRARY
 from ._binding import HOST_MAJOR, HOST_MINOR, HOST_NAME, Library, check, ffi, open_library
+from ._cdef import CONSTANTS
 from ._validate import c_text, milliseconds, path_bytes, text_bytes, token_ids, uint32
 from .cancel import CancelToken
 from .chat import DEFAULT_TIMEOUT as CHAT_TIMEOUT
@@ -38,11 +40,18 @@ from .errors import (
     InvalidArgumentError,
 )
 from .generation import Completion, Generation
-from .sampling import Sampling
+from .sampling import Sampling, resolve_sampling
 from .structured import OutputSchema, output_schema
-from .timeouts import Deadline, Timeout
+from .timeouts import Deadline, Timeout, as_timeout
 
 __all__ = ["Engine", "EngineInfo", "Model", "ModelInfo"]
+
+# The largest context window adil.h lets an engine be asked for (adil_context_new).
+MAX_CONTEXT_LENGTH = 1 << 20
+# The most alternatives logprobs=k may ask for per token.
+MAX_LOGPROBS = 20
+# The engine capability that logprobs= needs (ABI 2.2).
+LOGPROBS = "logprobs"
 
 
 @dataclass(frozen=True)
@@ -162,8 +171,12 @@ class Engine:
         context_length: int | None = None,
         use_mmap: bool = True,
     ) -> Model:
-        """Loads a model file (GGUF; a JSON script for the stub) and makes its
-        context, so a context length the engine refuses fails here."""
+        """Loads a model file (GGUF; a JSON script for the stub).  The context
+        (KV cache) is made at the first generation or logits call, not here;
+        a context length outside 1..2**20 fails here (InvalidArgumentError),
+        one the machine has no memory for at that first call
+        (EngineMemoryError).  ``context_length=None``: the model's trained
+        length, at most ADIL_DEFAULT_N_CTX_CAP (4096) tokens."""
         c_path = path_bytes("path", path)
         lib = self._library.lib
         params = ffi.new("adil_model_params *")
@@ -171,7 +184,7 @@ class Engine:
         if threads is not None:
             params.n_threads = uint32("threads", threads, minimum=1)
         if context_length is not None:
-            uint32("context_length", context_length, minimum=1)
+            uint32("context_length", context_length, minimum=1, maximum=MAX_CONTEXT_LENGTH)
         params.use_mmap = 1 if use_mmap else 0
         # `out` owns the model from the moment the engine writes it, even if
         # an exception (Ctrl-C) lands before the Model object exists.
@@ -211,7 +224,7 @@ class Engine:
 
 class Model:
     """A loaded model with one context (its KV cache is reused across calls
-    that share a prefix).
+    that share a prefix), made at the first generation or logits call.
 
     Threads: every method may be called from any thread.  Calls into the
     engine are serialised on the model (a second thread waits for the
@@ -247,16 +260,19 @@ class Model:
         self._cancel_lock = threading.Lock()  # a cancel never sees a freed run
         self._pieces: dict[int, bytes] = {}
         self.path = path
-        self._context = self._new_context(threads, context_length)
-        self._info = self._read_info()
+        self._context_params = (threads, context_length)
+        self._info = self._read_info(context_length)
 
     # -- information ----------------------------------------------------
-    def _read_info(self) -> ModelInfo:
+    def _read_info(self, context_length: int | None) -> ModelInfo:
         raw = ffi.new("adil_model_info *")
         raw.struct_size = ffi.sizeof("adil_model_info")
         with self._calls:
             check(self._lib, self._lib.adil_model_get_info(self._require_open(), raw))
-            n_ctx = int(self._lib.adil_context_size(self._context))
+        # The window adil_context_new will choose (adil.h): the length asked
+        # for, else the trained length capped at ADIL_DEFAULT_N_CTX_CAP.
+        n_ctx = context_length if context_length is not None else min(
+            int(raw.n_ctx_train), int(CONSTANTS["ADIL_DEFAULT_N_CTX_CAP"]))
         return ModelInfo(
             path=self.path,
             architecture=_str(raw.architecture),
@@ -276,7 +292,8 @@ class Model:
 
     @property
     def info(self) -> ModelInfo:
-        """What the model is (read once at load)."""
+        """What the model is (read once at load; no KV cache is made for it).
+        ``context_length``: the window its context has (or will have)."""
         return self._info
 
     @property
@@ -296,7 +313,7 @@ class Model:
 
     # -- tokens ---------------------------------------------------------
     def tokenize(
-        self, text: str | bytes, add_bos: bool | None = None, special: bool = True
+        self, text: str | bytes, *, add_bos: bool | None = None, special: bool = True
     ) -> npt.NDArray[np.int32]:
         """Token ids of `text` (str, or raw bytes even if not valid UTF-8).
         Defaults as llama.cpp's: BOS when the model asks for it, special
@@ -315,7 +332,7 @@ class Model:
                 return ids[: n[0]].copy()
             capacity = int(n[0])
 
-    def token_bytes(self, token: int, special: bool = False) -> bytes:
+    def token_bytes(self, token: int, *, special: bool = False) -> bytes:
         """The bytes of one token (may be part of a UTF-8 character)."""
         token = uint32("token", token, maximum=2**31 - 1)
         key = token if not special else ~token
@@ -335,15 +352,17 @@ class Model:
         self._pieces[key] = piece
         return piece
 
-    def detokenize(self, ids: Sequence[int] | npt.NDArray[np.int32], special: bool = False) -> str:
+    def detokenize(
+        self, ids: Sequence[int] | npt.NDArray[np.int32], *, special: bool = False
+    ) -> str:
         """Text of token ids (invalid UTF-8 replaced)."""
         tokens = token_ids("ids", ids)
-        return b"".join(self.token_bytes(int(t), special) for t in tokens).decode(
+        return b"".join(self.token_bytes(int(t), special=special) for t in tokens).decode(
             "utf-8", "replace")
 
     def render_chat(
-        self, messages: Sequence[dict[str, str]], add_generation_prompt: bool = True,
-        *, timeout: float | None = CHAT_TIMEOUT, deadline: Deadline | None = None,
+        self, messages: Sequence[dict[str, str]], *, add_generation_prompt: bool = True,
+        timeout: float | None = CHAT_TIMEOUT, deadline: Deadline | None = None,
     ) -> str:
         """The prompt for `messages`, from the model's chat template,
         rendered within `timeout` seconds and a caller's `deadline` (see
@@ -383,20 +402,42 @@ class Model:
 
     def generate(
         self,
-        prompt: str | Sequence[int] | npt.NDArray[np.int32],
+        prompt: str | bytes | Sequence[int] | npt.NDArray[np.int32],
         *,
-        max_tokens: int = 256,
+        max_tokens: int | None = 256,
         sampling: Sampling | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
+        seed: int | None = None,
+        repeat_penalty: float | None = None,
         schema: Any = None,
-        timeout: Timeout | None = None,
+        timeout: Timeout | float | None = None,
         cancel: CancelToken | None = None,
         stop: str | Sequence[str] = (),
         n: int = 1,
         images: Sequence[Any] | None = None,
         ignore_eos: bool = False,
         constraint: Constraint | None = None,
+        logprobs: int | None = None,
+        stop_tokens: Sequence[int] | npt.NDArray[np.int32] = (),
     ) -> Generation:
         """Starts a generation and returns its stream of pieces.
+
+        ``max_tokens``: the most tokens to generate; None: up to the end of
+        the context window (0 is refused).  ``sampling``: an
+        :class:`~adil.Sampling` (default :data:`adil.sampling.DEFAULT_SAMPLING`);
+        ``temperature``, ``top_p``, ``top_k``, ``min_p``, ``seed`` and
+        ``repeat_penalty`` set that field of it (a keyword wins over
+        ``sampling``), checked as the Sampling field.  ``timeout``: an
+        :class:`~adil.Timeout`, or plain seconds for the whole generation
+        (``Timeout(total=seconds)``).  ``stop``: strings that end the
+        generation (not part of the text); ``stop_tokens``: token ids that end
+        it as end-of-text does (the chat layer's end-of-turn tokens).
+        ``logprobs=k`` (0..20): each piece's ``logprobs`` holds one
+        :class:`~adil.generation.TokenLogprob` per token with the `k` most
+        likely alternatives (needs the engine capability ``logprobs``).
 
         ``schema`` (structured output, see :mod:`adil.structured`): a dict
         in the schema subset, or a dataclass, TypedDict or pydantic model
@@ -408,10 +449,11 @@ class Model:
 
         Raises BusyError, ModelNotReadyError, ContextLengthError,
         CapabilityError (n != 1, images, schema or constraint without grammar
-        support), ToolSchemaError (a schema outside the subset, with
-        ``.location``), InvalidArgumentError at once; DeadlineError
-        (``limit`` read or total) and OutputValidationError (output invalid,
-        not matching the schema or truncated) while streaming.
+        support, logprobs without logprobs support), ToolSchemaError (a
+        schema outside the subset, with ``.location``), InvalidArgumentError
+        at once; DeadlineError (``limit`` read or total) and
+        OutputValidationError (output invalid, not matching the schema or
+        truncated) while streaming.
         ``ignore_eos`` keeps generating past end-of-text (benchmarks).
         Ctrl-C while it runs cancels the run within a layer's time (prefill
         included) and raises KeyboardInterrupt; the model stays usable."""
@@ -419,12 +461,13 @@ class Model:
             raise CapabilityError(f"this engine produces one choice per request; n={n} asked")
         if images:
             raise CapabilityError("this engine and model cannot take images")
-        max_tokens = uint32("max_tokens", max_tokens)
+        limit = 0 if max_tokens is None else uint32("max_tokens", max_tokens, minimum=1)
         stops = _stop_strings(stop)
-        if sampling is not None and not isinstance(sampling, Sampling):
-            raise InvalidArgumentError(f"sampling must be an adil.Sampling, got {sampling!r}")
-        if timeout is not None and not isinstance(timeout, Timeout):
-            raise InvalidArgumentError(f"timeout must be an adil.Timeout, got {timeout!r}")
+        chosen = resolve_sampling(sampling, temperature=temperature, top_p=top_p, top_k=top_k,
+                                  min_p=min_p, seed=seed, repeat_penalty=repeat_penalty)
+        timeout = as_timeout(timeout) or Timeout()
+        n_logprobs = self._check_logprobs(logprobs)
+        extra_stops = token_ids("stop_tokens", stop_tokens)
         output = None if schema is None else output_schema(schema)
         if output is not None and constraint is not None:
             raise InvalidArgumentError("give schema or constraint, not both")
@@ -440,56 +483,66 @@ class Model:
         if cancel is not None and (not isinstance(cancel, CancelToken)
                                    or cancel.library is not self._library):
             raise InvalidArgumentError("cancel must be a CancelToken of this model's engine")
-        timeout = timeout or Timeout()
         if timeout.total is not None and timeout.total <= 0:
             raise DeadlineError("total timeout expired before the generation started",
                                 limit="total")
         ids = self.tokenize(prompt) if isinstance(prompt, (str, bytes)) else token_ids(
             "prompt", prompt)
-        return self._start(ids, max_tokens, sampling or Sampling(), _Output(constraint, output),
-                           timeout, cancel, stops, ignore_eos)
+        return self._start(ids, _RunOptions(limit, chosen, timeout, cancel, stops, ignore_eos,
+                                            extra_stops, n_logprobs), _Output(constraint, output))
 
-    def _start(
-        self,
-        ids: npt.NDArray[np.int32],
-        max_tokens: int,
-        sampling: Sampling,
-        output: _Output,
-        timeout: Timeout,
-        cancel: CancelToken | None,
-        stop: tuple[str, ...],
-        ignore_eos: bool,
-    ) -> Generation:
+    def _check_logprobs(self, logprobs: int | None) -> int | None:
+        """`logprobs` checked (None, or 0..MAX_LOGPROBS) against the engine's
+        capabilities."""
+        if logprobs is None:
+            return None
+        k = uint32("logprobs", logprobs, maximum=MAX_LOGPROBS)
+        if LOGPROBS not in self.capabilities or not self._library.has_fields("adil_run_params", 2):
+            raise CapabilityError(
+                f"the engine {self.engine.info.engine_name} cannot report log-probabilities "
+                f"(its capabilities: {', '.join(self.capabilities) or 'none'})")
+        return k
+
+    def _start(self, ids: npt.NDArray[np.int32], options: _RunOptions, output: _Output
+               ) -> Generation:
         lib = self._lib
         keep: list[Any] = [ids]
         params = ffi.new("adil_run_params *")
         lib.adil_run_default_params(params)
-        params.max_tokens = max_tokens
-        params.sampling = c_sampling = sampling.to_c(lib)
+        params.max_tokens = options.max_tokens
+        params.sampling = c_sampling = options.sampling.to_c(lib)
         keep.append(c_sampling)
         if output.constraint is not None:
             grammar = self._compile_grammar(output.constraint)
             params.grammar = grammar
             keep.append(grammar)
-        if cancel is not None:
-            params.cancel_flag = cancel.handle
-            keep.append(cancel)
-        params.total_timeout_ms = milliseconds("timeout.total", timeout.total)
-        params.read_timeout_ms = milliseconds("timeout.read", timeout.read)
-        params.ignore_eos = int(bool(ignore_eos))
+        if options.cancel is not None:
+            params.cancel_flag = options.cancel.handle
+            keep.append(options.cancel)
+        if len(options.stop_tokens):
+            params.stop_tokens = ffi.cast("int32_t *", options.stop_tokens.ctypes.data)
+            params.n_stop_tokens = len(options.stop_tokens)
+            keep.append(options.stop_tokens)
+        if options.logprobs is not None:
+            params.n_logprobs = options.logprobs
+        params.total_timeout_ms = milliseconds("timeout.total", options.timeout.total)
+        params.read_timeout_ms = milliseconds("timeout.read", options.timeout.read)
+        params.ignore_eos = int(bool(options.ignore_eos))
         keep.append(params)
         with self._calls:
             self._reap()
             if self._run_out[0] != ffi.NULL:
                 raise BusyError("the model already serves a generation (one at a time)")
+            context = self._require_context()
             self._run_keep = keep
             self._run_serial += 1
             check(lib, lib.adil_run_start(
-                self._require_context(), ffi.cast("int32_t *", ids.ctypes.data), len(ids),
+                context, ffi.cast("int32_t *", ids.ctypes.data), len(ids),
                 params, self._run_out))
             generation = Generation(self, self._run_out[0], self._run_serial, self.token_bytes,
-                                    stop, constraint=output.constraint, schema=output.schema,
-                                    max_tokens=max_tokens)
+                                    options.stop, constraint=output.constraint,
+                                    schema=output.schema, max_tokens=options.max_tokens,
+                                    logprobs=options.logprobs)
             self._run_owner = weakref.ref(generation)
         return generation
 
@@ -535,12 +588,37 @@ class Model:
 
     def complete(
         self,
-        prompt: str | Sequence[int] | npt.NDArray[np.int32],
-        **kwargs: Any,
+        prompt: str | bytes | Sequence[int] | npt.NDArray[np.int32],
+        *,
+        max_tokens: int | None = 256,
+        sampling: Sampling | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
+        seed: int | None = None,
+        repeat_penalty: float | None = None,
+        schema: Any = None,
+        timeout: Timeout | float | None = None,
+        cancel: CancelToken | None = None,
+        stop: str | Sequence[str] = (),
+        n: int = 1,
+        images: Sequence[Any] | None = None,
+        ignore_eos: bool = False,
+        constraint: Constraint | None = None,
+        logprobs: int | None = None,
+        stop_tokens: Sequence[int] | npt.NDArray[np.int32] = (),
     ) -> Completion:
         """Runs a generation to its end: the generated text, tokens, stop
-        reason and stats.  Same arguments as :meth:`generate`."""
-        with self.generate(prompt, **kwargs) as generation:
+        reason, stats (and value, logprobs).  Same arguments as
+        :meth:`generate`."""
+        with self.generate(
+            prompt, max_tokens=max_tokens, sampling=sampling, temperature=temperature,
+            top_p=top_p, top_k=top_k, min_p=min_p, seed=seed, repeat_penalty=repeat_penalty,
+            schema=schema, timeout=timeout, cancel=cancel, stop=stop, n=n, images=images,
+            ignore_eos=ignore_eos, constraint=constraint, logprobs=logprobs,
+            stop_tokens=stop_tokens,
+        ) as generation:
             return generation.completion()
 
     # -- lifetime -------------------------------------------------------
@@ -551,8 +629,13 @@ class Model:
         return handle
 
     def _require_context(self) -> Any:
-        self._require_open()
-        return self._context
+        """The model's context, made on first use (under the call lock, so
+        two threads never make two)."""
+        with self._calls:
+            self._require_open()
+            if self._context is None:
+                self._context = self._new_context(*self._context_params)
+            return self._context
 
     def _new_context(self, threads: int | None, context_length: int | None) -> Any:
         params = ffi.new("adil_context_params *")
@@ -563,10 +646,13 @@ class Model:
             params.n_threads = threads
         out = ffi.new("adil_context **")
         lib = self._lib
-        with self._calls:
-            check(lib, lib.adil_context_new(self._require_open(), params, out))
-            # The destructor holds the model's slot: the model outlives it.
-            return ffi.gc(out[0], lambda p, _model=self._handle_out: lib.adil_context_free(p))
+        check(lib, lib.adil_context_new(self._require_open(), params, out))
+        # The destructor holds the model's slot: the model outlives it.
+        context = ffi.gc(out[0], lambda p, _model=self._handle_out: lib.adil_context_free(p))
+        n_ctx = int(lib.adil_context_size(context))
+        if n_ctx != self._info.context_length:  # an engine that chose another window
+            self._info = dataclasses.replace(self._info, context_length=n_ctx)
+        return context
 
     def close(self) -> None:
         """Frees the context and the model.  Idempotent.  A generation still
@@ -598,6 +684,20 @@ class Model:
 
     def __repr__(self) -> str:
         return f"<adil.Model {self.path!r}>"
+
+
+@dataclass(frozen=True)
+class _RunOptions:
+    """A run's checked settings, as generate() passes them to _start()."""
+
+    max_tokens: int  # 0: up to the end of the context
+    sampling: Sampling
+    timeout: Timeout
+    cancel: CancelToken | None
+    stop: tuple[str, ...]
+    ignore_eos: bool
+    stop_tokens: npt.NDArray[np.int32]
+    logprobs: int | None
 
 
 @dataclass(frozen=True)

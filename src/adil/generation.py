@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._binding import STATUSES, STOP_REASONS, check, ffi
 from .errors import AdilError, BusyError, InvalidArgumentError, OutputValidationError
@@ -26,33 +26,52 @@ if TYPE_CHECKING:
     from .engine import Model
     from .structured import OutputSchema
 
-__all__ = ["Completion", "Generation", "Piece", "Stats"]
+__all__ = ["Completion", "Generation", "Piece", "Stats", "StopReason", "TokenLogprob"]
+
+StopReason = Literal["running", "end_of_text", "max_tokens", "stop_sequence", "cancelled",
+                     "deadline", "error"]
+"""Why a generation ended (``running`` while it goes on)."""
 
 STEP_CAPACITY = 64
 # adil_stop_reason value -> Generation.stop_reason.
-_STOP_REASONS = {
-    STOP_REASONS[name]: reason
-    for name, reason in {
-        "ADIL_STOP_NONE": "running",
-        "ADIL_STOP_END_OF_TEXT": "end_of_text",
-        "ADIL_STOP_MAX_TOKENS": "max_tokens",
-        "ADIL_STOP_CANCELLED": "cancelled",
-        "ADIL_STOP_DEADLINE_TOTAL": "deadline",
-        "ADIL_STOP_DEADLINE_READ": "deadline",
-        "ADIL_STOP_ERROR": "error",
-    }.items()
+_NAMES: dict[str, StopReason] = {
+    "ADIL_STOP_NONE": "running",
+    "ADIL_STOP_END_OF_TEXT": "end_of_text",
+    "ADIL_STOP_MAX_TOKENS": "max_tokens",
+    "ADIL_STOP_CANCELLED": "cancelled",
+    "ADIL_STOP_DEADLINE_TOTAL": "deadline",
+    "ADIL_STOP_DEADLINE_READ": "deadline",
+    "ADIL_STOP_ERROR": "error",
 }
+_STOP_REASONS: dict[int, StopReason] = {STOP_REASONS[name]: reason
+                                        for name, reason in _NAMES.items()}
 # A run that ends with one of these statuses raises nothing (a cancelled run
 # just stops).
 _QUIET_STATUSES = (STATUSES["ADIL_OK"], STATUSES["ADIL_STATUS_CANCELLED"])
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token's log-probability (``logprobs=k``): the
+    log-softmax of the model's raw logits at that step (before temperature,
+    penalties and grammar), and the `k` most likely tokens there, most likely
+    first, as ``(token, text, logprob)``.  ``text``: the token's bytes
+    decoded (invalid UTF-8 replaced: a token may hold part of a character)."""
+
+    token: int
+    text: str
+    logprob: float
+    top: tuple[tuple[int, str, float], ...] = ()
+
+
+@dataclass(frozen=True)
 class Piece:
-    """A streamed piece: text (whole characters) and the tokens behind it."""
+    """A streamed piece: text (whole characters) and the tokens behind it;
+    with ``logprobs=k``, one :class:`TokenLogprob` per token (else None)."""
 
     text: str
     tokens: tuple[int, ...]
+    logprobs: tuple[TokenLogprob, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -87,10 +106,11 @@ class Completion:
 
     text: str
     tokens: tuple[int, ...]
-    stop_reason: str
+    stop_reason: StopReason
     stats: Stats
     cancel_acknowledged: bool = False
     value: Any = None
+    logprobs: tuple[TokenLogprob, ...] | None = None  # with logprobs=k: one per token
 
 
 class Generation(Iterator[Piece]):
@@ -120,6 +140,7 @@ class Generation(Iterator[Piece]):
         constraint: Constraint | None = None,
         schema: OutputSchema | None = None,
         max_tokens: int = 0,
+        logprobs: int | None = None,
     ) -> None:
         self._lib = model._lib
         self._model = model  # owns the run's slot, the context and the call lock
@@ -138,6 +159,8 @@ class Generation(Iterator[Piece]):
         self._constraint = constraint
         self._schema = schema
         self._max_tokens = max_tokens
+        self._n_logprobs = logprobs  # None: not asked; k: alternatives per token
+        self._logprob_list: list[TokenLogprob] = []
         self._raw_stop = STOP_REASONS["ADIL_STOP_NONE"]
         self._value: Any = None
         self._capacity = STEP_CAPACITY  # tokens per step (adil.bench steps one at a time)
@@ -145,7 +168,7 @@ class Generation(Iterator[Piece]):
         # attribute copies it, which made long outputs quadratic.
         self._text_parts: list[str] = []
         self._token_list: list[int] = []
-        self.stop_reason = "running"
+        self.stop_reason: StopReason = "running"
         self.cancel_acknowledged = False
         self.stats = Stats()
 
@@ -319,8 +342,8 @@ class Generation(Iterator[Piece]):
                 self._pending_error = exc
                 return
             self._pending_error = OutputValidationError(
-                f"the output was truncated by max_tokens={self._max_tokens} before the document "
-                f"was complete ({exc})", location=prefix_location(text), text=text)
+                f"the output was truncated by {self._limit()} before the document was complete "
+                f"({exc})", location=prefix_location(text), text=text)
 
     def _refused(self, error: OutputValidationError) -> OutputValidationError:
         """The engine ended the run: its grammar refused what came next, or
@@ -332,10 +355,14 @@ class Generation(Iterator[Piece]):
         truncated = (self._raw_stop == STOP_REASONS["ADIL_STOP_MAX_TOKENS"]
                      or "truncat" in error.message.lower()
                      or 0 < self._max_tokens <= len(self._token_list))
-        what = (f"the output was truncated by max_tokens={self._max_tokens} before the document "
-                "was complete" if truncated else "the engine refused the output")
+        what = (f"the output was truncated by {self._limit()} before the document was complete"
+                if truncated else "the engine refused the output")
         return OutputValidationError(f"{what} after {len(text)} characters: {error.message}",
                                      location=location, text=text)
+
+    def _limit(self) -> str:
+        return (f"max_tokens={self._max_tokens}" if self._max_tokens
+                else "the end of the context (max_tokens=None)")
 
     # -- lifetime -------------------------------------------------------
     def close(self) -> None:

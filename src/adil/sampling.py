@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any
 
 from ._binding import ffi
 from ._cdef import CONSTANTS
-from .errors import check_int, check_real
+from .errors import InvalidArgumentError, check_int, check_real
 
-__all__ = ["Sampling"]
+__all__ = ["DEFAULT_SAMPLING", "Sampling", "resolve_sampling"]
 
 _FLOAT_MAX = 3.4028234663852886e38  # the largest finite C float (the engine's type)
 _INT32_MAX = 2**31 - 1
@@ -21,8 +22,12 @@ class Sampling:
     """How the next token is chosen.  ``temperature=0`` is greedy.
 
     The defaults are adil.h's ADIL_DEFAULT_* macros (llama.cpp's values; the
-    signature shows them).  ``seed=None`` draws a fresh seed per generation; a fixed seed gives the
-    same tokens for the same prompt.
+    signature shows them): temperature 0.8, top_k 40, top_p 0.95, min_p
+    0.05, repeat_penalty 1.0 (off) over the last 64 tokens.  ``seed=None``
+    draws a fresh seed per generation; a fixed seed gives the same tokens for
+    the same prompt.  :data:`DEFAULT_SAMPLING` (``Sampling()``) is the one
+    default everything uses when no sampling is given: ``Model.generate``,
+    ``Model.complete``, ``Model.chat``, the Agent and the ``adil`` CLI.
 
     Checked when built (InvalidArgumentError), with the engine's ranges:
     ``temperature`` >= 0, ``top_k`` >= 0 (0 = off), ``top_p`` in (0, 1],
@@ -62,3 +67,33 @@ class Sampling:
         seed = self.seed if self.seed is not None else int.from_bytes(os.urandom(8), "little")
         params.seed = seed
         return params
+
+
+DEFAULT_SAMPLING = Sampling()
+"""The sampling used when none is given (generate, complete, chat, the Agent
+and the CLI): the ADIL_DEFAULT_* values, a fresh seed per generation."""
+
+
+def resolve_sampling(
+    sampling: Sampling | None = None,
+    *,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    top_k: int | None = None,
+    min_p: float | None = None,
+    seed: int | None = None,
+    repeat_penalty: float | None = None,
+) -> Sampling:
+    """`sampling` (default :data:`DEFAULT_SAMPLING`) with the keywords that
+    are not None put in its place: a keyword wins over the same field of
+    `sampling`.  Each value is checked as the field it sets
+    (InvalidArgumentError naming ``Sampling.<field>``)."""
+    if sampling is None:
+        sampling = DEFAULT_SAMPLING
+    elif not isinstance(sampling, Sampling):
+        raise InvalidArgumentError(f"sampling must be an adil.Sampling, got {sampling!r}")
+    given = {"temperature": temperature, "top_p": top_p, "top_k": top_k, "min_p": min_p,
+             "seed": seed, "repeat_penalty": repeat_penalty}
+    overrides: dict[str, Any] = {name: value for name, value in given.items()
+                                 if value is not None}
+    return dataclasses.replace(sampling, **overrides) if overrides else sampling

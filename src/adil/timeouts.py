@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from .errors import DeadlineError, InvalidArgumentError, check_real
 
-__all__ = ["Clock", "Deadline", "Timeout"]
+__all__ = ["Clock", "Deadline", "Timeout", "as_timeout"]
 
 Clock = Callable[[], float]
 
@@ -53,6 +53,21 @@ class Timeout:
             read=override.read if override.read is not None else self.read,
             total=override.total if override.total is not None else self.total,
         )
+
+
+def as_timeout(value: Timeout | float | None, name: str = "timeout") -> Timeout | None:
+    """A ``timeout=`` argument as a Timeout: a Timeout as it is, plain
+    seconds (an int or float above zero, finite; not a bool) as
+    ``Timeout(total=seconds)``, None as None; InvalidArgumentError naming
+    `name` otherwise."""
+    if value is None or isinstance(value, Timeout):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        check_real(f"{name} (seconds; or an adil.Timeout, None for no limit)", value, low=0,
+                   low_open=True)
+        return Timeout(total=float(value))
+    raise InvalidArgumentError(
+        f"{name} must be an adil.Timeout, a number of seconds or None, got {value!r}")
 
 
 @dataclass

@@ -49,18 +49,18 @@ class ModelLike(Protocol):
     ``context_length`` and ``tokenize`` (to fit long tool results)."""
 
     def render_chat(
-        self, messages: Sequence[dict[str, str]], add_generation_prompt: bool = True,
-        *, deadline: Deadline | None = None,
+        self, messages: Sequence[dict[str, str]], *, add_generation_prompt: bool = True,
+        deadline: Deadline | None = None,
     ) -> str: ...
 
     def generate(
         self,
         prompt: str,
         *,
-        max_tokens: int = ...,
+        max_tokens: int | None = ...,
         sampling: Any = ...,
         schema: dict[str, Any] | None = ...,
-        timeout: Timeout | None = ...,
+        timeout: Timeout | float | None = ...,
         cancel: Any = ...,
         stop: Sequence[str] = ...,
         n: int = ...,
