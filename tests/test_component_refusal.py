@@ -70,19 +70,48 @@ def test_host_major_is_checked_by_the_engine(stub_engine: adil.Engine) -> None:
 def test_later_minor_with_appended_fields_is_accepted(
     variant_libraries: dict[str, str], write_script: Callable[..., str]
 ) -> None:
-    """abi2_2 reports ABI 2.2 and every struct 8 bytes larger than this
-    binding's: accepted, it serves this 2.1 host, and the 2.1 fields are read."""
+    """abi2_3 reports ABI 2.3 and every struct 8 bytes larger than this
+    binding's: accepted, it serves this 2.2 host, and the 2.1 fields and 2.2
+    function are used."""
     from adil._binding import SIZES_2_0, STRUCT_SIZE_FIELDS, ffi
 
-    engine = adil.Engine.open(library=variant_libraries["abi2_2"])
-    assert engine.info.abi == "2.2"
-    assert engine.info.capabilities == ("grammar",)
+    engine = adil.Engine.open(library=variant_libraries["abi2_3"])
+    assert engine.info.abi == "2.3"
+    assert engine.library.capabilities == ("grammar", "logprobs")
     assert engine.library.has_fields("adil_run_stats", 1)
+    assert engine.library.has_fields("adil_run_params", 2)
+    assert engine.library.has_function("adil_run_token_logprobs")
     component = engine.library.lib.adil_component()
     for field, struct in STRUCT_SIZE_FIELDS.items():
         assert getattr(component, field) == ffi.sizeof(struct) + 8 > SIZES_2_0[struct]
-    with engine.load_model(write_script({"turns": [{"text": "from 2.2"}]})) as model:
-        assert model.complete("hi").text == "from 2.2"
+    with engine.load_model(write_script({"turns": [{"text": "from 2.3"}]})) as model:
+        assert model.complete("hi").text == "from 2.3"
+
+
+def test_2_1_engine_is_accepted_without_the_2_2_function(
+    variant_libraries: dict[str, str], write_script: Callable[..., str]
+) -> None:
+    """abi2_1 reports ABI 2.1, the 2.1 size of adil_run_params and no
+    "logprobs", and does not export adil_run_token_logprobs: accepted (that
+    function is required of 2.2 engines only), the 2.1 fields are read, the
+    2.2 function is not offered, and it serves."""
+    from adil._binding import SIZES, required_symbols
+
+    engine = adil.Engine.open(library=variant_libraries["abi2_1"])
+    library = engine.library
+    assert engine.info.abi == "2.1"
+    assert library.capabilities == ("grammar",)
+    assert library.has_fields("adil_run_stats", 1)
+    assert not library.has_fields("adil_run_params", 2)
+    assert library.sizes["adil_run_params"] < SIZES[2]["adil_run_params"]
+    assert not library.has_function("adil_run_token_logprobs")
+    assert library.has_function("adil_run_step")
+    assert "adil_run_token_logprobs" not in required_symbols(1)
+    assert "adil_run_token_logprobs" in required_symbols(2)
+    with pytest.raises(AttributeError):
+        _ = library.lib.adil_run_token_logprobs
+    with engine.load_model(write_script({"turns": [{"text": "from 2.1"}]})) as model:
+        assert model.complete("hi").text == "from 2.1"
 
 
 def test_2_0_engine_is_accepted_without_the_2_1_fields(
@@ -101,6 +130,7 @@ def test_2_0_engine_is_accepted_without_the_2_1_fields(
     assert component.size_run_stats == SIZES_2_0["adil_run_stats"]
     assert not engine.library.has_fields("adil_component_info", 1)
     assert not engine.library.has_fields("adil_run_stats", 1)
+    assert not engine.library.has_function("adil_run_token_logprobs")
     with engine.load_model(write_script({"turns": [{"text": "from 2.0"}]})) as model:
         completion = model.complete("hi")
         assert completion.text == "from 2.0"

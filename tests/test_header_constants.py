@@ -96,6 +96,7 @@ def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> No
     assert set(LAST_FIELDS) == set(range(int(CONSTANTS["ADIL_ABI_MINOR"]) + 1))
     assert LAST_FIELDS[1] == {"adil_component_info": "capabilities",
                               "adil_run_stats": "grammar_ms"}
+    assert LAST_FIELDS[2] == {"adil_run_params": "n_logprobs"}
     for minor, fields in LAST_FIELDS.items():
         for struct in fields:
             assert SIZES[minor][struct] == compiled[f"2.{minor} {struct}"], (minor, struct)
@@ -105,17 +106,31 @@ def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> No
                     size.get(struct, 0) for m, size in SIZES.items() if m < minor)
     assert SIZES[1]["adil_run_stats"] == ffi.sizeof("adil_run_stats")
     assert SIZES[1]["adil_component_info"] == ffi.sizeof("adil_component_info")
+    assert SIZES[2]["adil_run_params"] == ffi.offsetof("adil_run_params", "n_logprobs") + 4
+
+
+def test_functions_of_later_minors_are_marked() -> None:
+    """adil_run_token_logprobs came with 2.2 (its "/* 2.2 */" line); every other
+    function is the base ABI's."""
+    from adil._binding import FUNCTIONS, REQUIRED_SYMBOLS
+    from adil._cdef import FUNCTION_MINORS
+
+    assert FUNCTION_MINORS == {"adil_run_token_logprobs": 2}
+    assert set(FUNCTIONS) == {*REQUIRED_SYMBOLS, *FUNCTION_MINORS}
+    assert "adil_run_token_logprobs" not in REQUIRED_SYMBOLS
 
 
 def test_engines_report_this_minor_and_their_capabilities() -> None:
-    for path, capabilities in ((adil.STUB_LIBRARY, ("grammar",)),
-                               (adil.ENGINE_LIBRARY, ("grammar", "logits"))):
+    for path, capabilities in ((adil.STUB_LIBRARY, ("grammar", "logprobs")),
+                               (adil.ENGINE_LIBRARY, ("grammar", "logits", "logprobs"))):
         library = open_library(path)
         assert (library.abi_major, library.abi_minor) == (
             CONSTANTS["ADIL_ABI_MAJOR"], CONSTANTS["ADIL_ABI_MINOR"])
         assert library.capabilities == capabilities
         assert library.has_fields("adil_component_info", 1)
         assert library.has_fields("adil_run_stats", 1)
+        assert library.has_fields("adil_run_params", 2)
+        assert library.has_function("adil_run_token_logprobs")
 
 
 def test_struct_layouts_and_2_0_sizes_are_the_headers(compiled: dict[str, float]) -> None:

@@ -23,9 +23,10 @@ static const adil_component_info stub_component = {
     .size_model_info = sizeof(adil_model_info) + STUB_SIZE_APPENDED,
     .size_context_params = sizeof(adil_context_params) + STUB_SIZE_APPENDED,
     .size_sampling_params = sizeof(adil_sampling_params) + STUB_SIZE_APPENDED,
-    .size_run_params = sizeof(adil_run_params) + STUB_SIZE_APPENDED - STUB_SIZE_SHORT,
+    .size_run_params = STUB_SIZE_SHORT ? ADIL_SIZE_2_0_RUN_PARAMS - STUB_SIZE_SHORT
+                                       : STUB_SIZEOF_RUN_PARAMS + STUB_SIZE_APPENDED,
     .size_run_stats = STUB_SIZEOF_RUN_STATS + STUB_SIZE_APPENDED,
-    .capabilities = "grammar", /* no logits: the stub computes none */
+    .capabilities = STUB_CAPABILITIES, /* no logits: the stub computes none */
 };
 
 ADIL_API uint32_t adil_abi_version(void) { return ADIL_MAKE_VERSION(STUB_ABI_MAJOR, STUB_ABI_MINOR); }

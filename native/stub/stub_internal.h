@@ -4,17 +4,19 @@
  * Build-time variants (test-only, see CMakeLists.txt) change only what the
  * version handshake reports:
  *   STUB_ABI_MAJOR / STUB_ABI_MINOR   the ABI version reported (default adil.h's);
- *                                     minor 0 also reports the 2.0 sizes of the
- *                                     structs that 2.1 appended to, as a 2.0
- *                                     engine does
+ *                                     a minor before 2.2 or 2.1 also reports the
+ *                                     sizes and capabilities an engine of that
+ *                                     minor has (no fields or capabilities of a
+ *                                     later one) and reads no later field
  *   STUB_HOST_MAJOR_ACCEPTED          the host major accepted (default 2)
  *   STUB_SIZE_APPENDED                bytes added to every reported struct size,
  *                                     as a later minor that appended fields
  *                                     reports them (its calls stay the 2.0 stub's)
- *   STUB_SIZE_SHORT                   bytes taken from the reported size_run_params
- *                                     (a struct smaller than 2.0)
+ *   STUB_SIZE_SHORT                   bytes taken from the 2.0 size_run_params
+ *                                     reported (a struct smaller than 2.0)
  * The missing-symbol variant is the plain stub linked with a version script
- * (missing_symbol.map) that hides adil_run_step.
+ * (missing_symbol.map) that hides adil_run_step; the 2.0 and 2.1 variants
+ * with one (before_2_2.map) that hides the functions 2.2 appended.
  */
 #ifndef STUB_INTERNAL_H
 #define STUB_INTERNAL_H
@@ -39,13 +41,21 @@
 #    define STUB_SIZE_SHORT 0
 #endif
 
-/* The sizes of the structs that 2.1 appended to, as the reported minor has them. */
+/* The sizes of the structs that 2.1 and 2.2 appended to, and the
+ * capabilities, as the reported minor has them. */
 #if STUB_ABI_MINOR == 0
 #    define STUB_SIZEOF_COMPONENT_INFO ADIL_SIZE_2_0_COMPONENT_INFO
 #    define STUB_SIZEOF_RUN_STATS      ADIL_SIZE_2_0_RUN_STATS
 #else
 #    define STUB_SIZEOF_COMPONENT_INFO sizeof(adil_component_info)
 #    define STUB_SIZEOF_RUN_STATS      sizeof(adil_run_stats)
+#endif
+#if STUB_ABI_MINOR < 2
+#    define STUB_SIZEOF_RUN_PARAMS ADIL_SIZE_2_0_RUN_PARAMS
+#    define STUB_CAPABILITIES      "grammar"
+#else
+#    define STUB_SIZEOF_RUN_PARAMS sizeof(adil_run_params)
+#    define STUB_CAPABILITIES      "grammar,logprobs"
 #endif
 
 /* The byte-level vocabulary: ids 0..255 are bytes, then two specials. */
@@ -100,7 +110,8 @@ struct adil_run {
     uint32_t total_timeout_ms;
     uint32_t read_timeout_ms;
     uint32_t step_budget_ms;
-    double start_ms; /* adil_run_start; the total deadline counts from here */
+    uint32_t n_logprobs; /* 0 = off (adil_run_token_logprobs) */
+    double start_ms;     /* adil_run_start; the total deadline counts from here */
     bool stopped;
     adil_run_stats stats;
     grammar_matcher *grammar; /* checks the output when the run has a grammar, else NULL */

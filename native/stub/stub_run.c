@@ -46,6 +46,9 @@ static adil_status check_arguments(const int32_t *prompt, size_t n_prompt, const
                          "adil_run_start: sampling struct_size expected at least %zu "
                          "(the version-2.0 struct), got %u",
                          ADIL_SIZE_2_0_SAMPLING_PARAMS, p->sampling->struct_size);
+    if (p->n_logprobs > ADIL_MAX_LOGPROBS)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_start: n_logprobs: expected 0..%d, got %u",
+                         ADIL_MAX_LOGPROBS, p->n_logprobs);
     if (p->n_stop_tokens > STUB_MAX_STOP_TOKENS || (p->n_stop_tokens > 0 && p->stop_tokens == NULL))
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "adil_run_start: stop_tokens expected at most %u ids in a non-NULL array, got %zu%s",
@@ -98,6 +101,7 @@ static adil_run *new_run(adil_context *ctx, const adil_run_params *p, size_t n_p
     run->total_timeout_ms = p->total_timeout_ms;
     run->read_timeout_ms = p->read_timeout_ms;
     run->step_budget_ms = p->step_budget_ms > 0 ? p->step_budget_ms : ADIL_DEFAULT_STEP_BUDGET_MS;
+    run->n_logprobs = p->n_logprobs;
     run->stats.struct_size = sizeof run->stats;
     run->stats.stop_reason = ADIL_STOP_NONE;
     run->stats.n_prompt_tokens = (uint32_t)n_prompt; /* <= n_ctx, checked */
@@ -135,8 +139,9 @@ ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, si
     *out = NULL;
     adil_run_params p;
     adil_run_default_params(&p);
-    adil_status st =
-        adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_RUN_PARAMS, "adil_run_start: run params");
+    /* A variant of an earlier minor reads only the fields that minor has. */
+    adil_status st = adil_copy_params(&p, STUB_SIZEOF_RUN_PARAMS, params, ADIL_SIZE_2_0_RUN_PARAMS,
+                                      "adil_run_start: run params");
     uint32_t max_tokens = 0;
     if (st == ADIL_OK) st = check_arguments(prompt, n_prompt, &p);
     if (st == ADIL_OK) st = check_grammar(ctx->model, p.grammar);
@@ -186,4 +191,34 @@ ADIL_API void adil_run_free(adil_run *run) {
     /* Nothing runs in the background, so freeing is the cancel: the model is free again. */
     atomic_store_explicit(&run->model->run_live, 0, memory_order_release);
     free_run_memory(run);
+}
+
+/* The stub has no model: each token it wrote was certain.  Its logprob is 0
+ * and it is its own only alternative. */
+ADIL_API adil_status adil_run_token_logprobs(const adil_run *run, size_t index, float *logprob,
+                                             int32_t *top_tokens, float *top_logprobs, size_t capacity,
+                                             size_t *n_top) {
+    if (n_top != NULL) *n_top = 0;
+    if (run == NULL || logprob == NULL || n_top == NULL ||
+        (capacity > 0 && (top_tokens == NULL || top_logprobs == NULL)))
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_run_token_logprobs: expected a run, logprob, n_top and (capacity %zu > 0) "
+                         "top_tokens and top_logprobs, got NULL",
+                         capacity);
+    if (run->n_logprobs == 0)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_run_token_logprobs: the run was started with n_logprobs 0; expected 1..%d",
+                         ADIL_MAX_LOGPROBS);
+    if (index >= run->stats.n_generated)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_run_token_logprobs: index %zu: expected one of the %u tokens generated so far",
+                         index, run->stats.n_generated);
+    *logprob = 0.0f;
+    *n_top = 1;
+    if (capacity > 0) {
+        top_tokens[0] = run->output[index]; /* the tokens written are the turn's first bytes */
+        top_logprobs[0] = 0.0f;
+    }
+    adil_clear_error();
+    return ADIL_OK;
 }

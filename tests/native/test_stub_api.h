@@ -57,6 +57,8 @@ typedef struct stub_api {
     STUB_API_FUNCTIONS(STUB_API_FIELD)
 #undef STUB_API_FIELD
     adil_native_tool_fn sleep_tool; /* adil_stub_sleep_tool */
+    /* 2.2: NULL from a variant of an earlier minor, which does not export it. */
+    __typeof__(&adil_run_token_logprobs) run_token_logprobs;
 } stub_api;
 
 /* dlopens `path` and resolves every symbol; false (with a message) if any is missing. */
@@ -77,6 +79,8 @@ static inline bool stub_api_open(stub_api *api, const char *path) {
     STUB_API_FUNCTIONS(STUB_API_LOAD)
 #undef STUB_API_LOAD
     api->sleep_tool = (adil_native_tool_fn)dlsym(api->handle, "adil_stub_sleep_tool");
+    api->run_token_logprobs =
+        (__typeof__(api->run_token_logprobs))dlsym(api->handle, "adil_run_token_logprobs");
     return ok && api->sleep_tool != NULL;
 }
 

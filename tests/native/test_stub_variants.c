@@ -2,10 +2,11 @@
  * test_stub_variants.c — the deliberately mismatched stub variants (built
  * with -DADIL_TEST_VARIANTS=ON next to libadil_stub.so) report what they are
  * meant to: ABI 1.0 and 3.0, a missing adil_run_step, a size_run_params 8
- * bytes smaller than 2.0, and a refusal of a major-2 host; and the two that
- * are to be accepted serve this host: a 2.2 handshake (a later minor) with
- * 8 bytes appended to every struct, and a 2.0 handshake whose structs end
- * before the 2.1 fields.  Variants that were not built are reported as skipped.
+ * bytes smaller than 2.0, and a refusal of a major-2 host; and the three that
+ * are to be accepted serve this host: a 2.3 handshake (a later minor) with
+ * 8 bytes appended to every struct, a 2.1 handshake without the 2.2 field
+ * and function (no logprobs), and a 2.0 handshake whose structs end before
+ * the 2.1 fields.  Variants that were not built are reported as skipped.
  */
 #include "test_stub_api.h"
 
@@ -78,32 +79,69 @@ static void test_short_struct(void) {
     if (handle == NULL) return;
     const adil_component_info *(*component)(void) =
         (const adil_component_info *(*)(void))dlsym(handle, "adil_component");
-    CHECK(component != NULL && component()->size_run_params == sizeof(adil_run_params) - 8);
+    CHECK(component != NULL && component()->size_run_params == ADIL_SIZE_2_0_RUN_PARAMS - 8);
     CHECK(component != NULL && component()->size_run_params < ADIL_SIZE_2_0_RUN_PARAMS);
     CHECK(component != NULL && component()->size_run_stats == sizeof(adil_run_stats));
     dlclose(handle);
 }
 
-/* Reports ABI 2.2 and every struct 8 bytes larger (appended fields of a
+/* Reports ABI 2.3 and every struct 8 bytes larger (appended fields of a
  * later minor); this host opens it with its own structs and it generates. */
-static void test_abi2_2(void) {
+static void test_abi2_3(void) {
     char path[600];
-    if (!variant_path("abi2_2", path, sizeof path)) return;
+    if (!variant_path("abi2_3", path, sizeof path)) return;
     stub_api api;
     if (!stub_api_open(&api, path)) {
         test_failures++;
         return;
     }
     const adil_component_info *info = api.component();
-    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 2));
-    CHECK(info->abi_major == 2 && info->abi_minor == 2);
+    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 3));
+    CHECK(info->abi_major == 2 && info->abi_minor == 3);
     CHECK(info->size_run_params == sizeof(adil_run_params) + 8);
     CHECK(info->size_model_info == sizeof(adil_model_info) + 8);
     CHECK(info->size_host_info == sizeof(adil_host_info) + 8);
     CHECK(info->size_run_stats == sizeof(adil_run_stats) + 8);
     CHECK(info->struct_size >= ADIL_SIZE_2_1_COMPONENT_INFO);
-    CHECK(strcmp(info->capabilities, "grammar") == 0);
+    CHECK(strcmp(info->capabilities, "grammar,logprobs") == 0);
+    CHECK(api.run_token_logprobs != NULL);
     check_serves(&api);
+    stub_api_close(&api);
+}
+
+/* Reports ABI 2.1 and the 2.1 size of adil_run_params (before n_logprobs),
+ * without "logprobs" and without adil_run_token_logprobs, as an engine built
+ * before 2.2; it ignores an n_logprobs it does not know, and serves. */
+static void test_abi2_1(void) {
+    char path[600];
+    if (!variant_path("abi2_1", path, sizeof path)) return;
+    stub_api api;
+    if (!stub_api_open(&api, path)) {
+        test_failures++;
+        return;
+    }
+    const adil_component_info *info = api.component();
+    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 1));
+    CHECK(info->abi_minor == 1 && info->struct_size >= ADIL_SIZE_2_1_COMPONENT_INFO);
+    CHECK(info->size_run_params == ADIL_SIZE_2_0_RUN_PARAMS);
+    CHECK(info->size_run_params < ADIL_SIZE_2_2_RUN_PARAMS);
+    CHECK(strcmp(info->capabilities, "grammar") == 0);
+    CHECK(api.run_token_logprobs == NULL);
+    adil_engine *engine = test_open_engine(&api);
+    adil_model *model = NULL;
+    CHECK_STATUS(&api, test_load_data(&api, engine, "stub_basic.json", &model), ADIL_OK);
+    adil_context *ctx = model ? test_new_context(&api, model, 0) : NULL;
+    adil_run_params params;
+    api.run_default_params(&params);
+    params.n_logprobs = ADIL_MAX_LOGPROBS + 1; /* past what a 2.1 engine reads */
+    adil_run *run = NULL;
+    if (ctx != NULL) CHECK_STATUS(&api, test_start(&api, ctx, &params, &run), ADIL_OK);
+    test_output out;
+    if (run != NULL) test_drain(&api, run, 64, &out);
+    api.run_free(run);
+    api.context_free(ctx);
+    api.model_free(model);
+    api.engine_close(engine);
     stub_api_close(&api);
 }
 
@@ -123,7 +161,8 @@ static void test_abi2_0(void) {
     CHECK(info->abi_major == 2 && info->abi_minor == 0);
     CHECK(info->struct_size == ADIL_SIZE_2_0_COMPONENT_INFO);
     CHECK(info->size_run_stats == ADIL_SIZE_2_0_RUN_STATS);
-    CHECK(info->size_run_params == sizeof(adil_run_params));
+    CHECK(info->size_run_params == ADIL_SIZE_2_0_RUN_PARAMS);
+    CHECK(api.run_token_logprobs == NULL);
     check_serves(&api);
     stub_api_close(&api);
 }
@@ -149,7 +188,8 @@ int main(void) {
     test_abi_versions();
     test_missing_symbol();
     test_short_struct();
-    test_abi2_2();
+    test_abi2_3();
+    test_abi2_1();
     test_abi2_0();
     test_refuses_host();
     /* The good stub still opens and serves after all of that. */

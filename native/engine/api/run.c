@@ -32,9 +32,18 @@
  *    the document likewise ("ended inside the document").  An
  *    end-of-generation token is allowed only where the document may end;
  *    with ignore_eos it is output and the grammar decides what may follow.
+ *
+ * A run started with n_logprobs > 0 (api/run_logprobs.h) copies each row of
+ * logits before the sampler changes it (penalties) and records the chosen
+ * token's log-softmax and the top alternatives; a run without it only tests
+ * lp.k per token.  With logprobs, forced text is evaluated one token at a
+ * time (the head of the batch first), so that every forced token's row is
+ * computed too; forced tokens after which nothing is sampled are then
+ * evaluated as well, all but the last.
  */
 #include "engine_internal.h"
 #include "api/run_grammar.h"
+#include "api/run_logprobs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +74,7 @@ struct adil_run {
     const int32_t *queue; /* forced tokens already counted, not yet handed out */
     size_t n_queue;
     bool logits_ready; /* ctx->logits are the next position's: sample, do not evaluate */
+    run_logprobs lp;   /* lp.k == 0: the run keeps no logprobs */
 };
 
 /* ---- stop conditions -------------------------------------------------------- */
@@ -124,6 +134,9 @@ static adil_status check_start(adil_context *ctx, const int32_t *prompt, size_t 
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "adil_run_start: prompt token %d at index %zu: expected 0..%lld", prompt[bad], bad,
                          (long long)ctx->model->tf.hp.n_vocab - 1);
+    if (p->n_logprobs > ADIL_MAX_LOGPROBS)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_start: n_logprobs: expected 0..%d, got %u",
+                         ADIL_MAX_LOGPROBS, p->n_logprobs);
     if (p->n_stop_tokens && !p->stop_tokens)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "adil_run_start: stop_tokens is NULL but n_stop_tokens is %zu", p->n_stop_tokens);
@@ -164,7 +177,8 @@ static adil_status build_run(adil_run *run, adil_context *ctx, const int32_t *pr
     run->n_stop = p->n_stop_tokens;
     run->n_prompt = (uint32_t)n_prompt;
     for (uint32_t i = 0; i < run->n_prompt; i++) adil_sampler_accept(run->sampler, prompt[i]);
-    if (!p->grammar) return ADIL_OK;
+    st = run_logprobs_init(&run->lp, p->n_logprobs, ctx->model->tf.hp.n_vocab);
+    if (st != ADIL_OK || !p->grammar) return st;
     st = run_grammar_new(p->grammar, ctx->model, &run->grammar);
     if (st != ADIL_OK) return st;
     run->batch = malloc((n_prompt + 1 + RUN_GRAMMAR_MAX_FORCED) * sizeof *run->batch);
@@ -284,6 +298,18 @@ static adil_status advance_grammar(adil_run *run, const int32_t *forced, size_t 
     return st;
 }
 
+/* advance_grammar for a run with logprobs: the head of the batch, then each
+ * forced token on its own, each row recorded for the token after it; the
+ * last forced token is evaluated only when something is sampled after it. */
+static adil_status advance_forced_logprobs(adil_run *run, const int32_t *forced, size_t n_forced, bool last) {
+    adil_status st = advance_grammar(run, forced, 0);
+    for (size_t i = 0; st == ADIL_OK && i < n_forced; i++) {
+        st = run_logprobs_add(&run->lp, run->ctx->logits, forced[i]);
+        if (st == ADIL_OK && !(last && i + 1 == n_forced)) st = advance_grammar(run, forced + i, 1);
+    }
+    return st;
+}
+
 /* Counts forced[0..n) as output and hands out the first into *tok. */
 static void emit_forced(adil_run *run, const int32_t *forced, size_t n, int32_t *tok) {
     for (size_t i = 0; i < n; i++) adil_sampler_accept(run->sampler, forced[i]);
@@ -308,6 +334,7 @@ static adil_status grammar_stop_token(adil_run *run) {
 /* Masks, samples and advances the grammar over the token drawn. */
 static adil_status sample_grammar(adil_run *run, int32_t *tok) {
     const double t0 = adil_now_ms();
+    adil_status st;
     run->logits_ready = false;
     const int32_t *ids = NULL;
     const uint32_t *mask = NULL;
@@ -319,6 +346,7 @@ static adil_status sample_grammar(adil_run *run, int32_t *tok) {
                                 "vocabulary cannot continue the document)",
                                 run->stats.n_generated));
     float *logits = run->ctx->logits;
+    if (run->lp.k) run_logprobs_keep_row(&run->lp, logits);
     const int32_t t = ids    ? adil_sampler_sample_among(run->sampler, logits, ids, allowed)
                       : mask ? adil_sampler_sample_masked(run->sampler, logits, mask, allowed)
                              : adil_sampler_sample(run->sampler, logits);
@@ -330,6 +358,8 @@ static adil_status sample_grammar(adil_run *run, int32_t *tok) {
                                 "adil_run_step: the sampler chose token %d, which the grammar does not allow "
                                 "(non-finite logits?)",
                                 t));
+    if (run->lp.k && (st = run_logprobs_add(&run->lp, run->lp.row, t)) != ADIL_OK)
+        return finish(run, ADIL_STOP_ERROR, st);
     adil_sampler_accept(run->sampler, t);
     run->pending = t;
     run->stats.n_generated++;
@@ -354,7 +384,10 @@ static adil_status next_token_grammar(adil_run *run, int32_t *tok) {
         /* Forced tokens after which nothing is sampled need no evaluation. */
         const bool last = k > 0 && (run_grammar_position(run->grammar) == GRAMMAR_DONE ||
                                     run->stats.n_generated + k >= run->max_tokens);
-        if (!last) st = advance_grammar(run, forced, k);
+        if (run->lp.k && k > 0)
+            st = advance_forced_logprobs(run, forced, k, last);
+        else if (!last)
+            st = advance_grammar(run, forced, k);
         if (st == ADIL_STATUS_CANCELLED || st == ADIL_STATUS_DEADLINE)
             return finish(run, run->pending_reason, st);
         if (st != ADIL_OK) return finish(run, ADIL_STOP_ERROR, st);
@@ -383,10 +416,13 @@ static adil_status next_token(adil_run *run, int32_t *tok) {
     if (st != ADIL_OK) return finish(run, ADIL_STOP_ERROR, st);
 
     const double t0 = adil_now_ms();
+    if (run->lp.k) run_logprobs_keep_row(&run->lp, run->ctx->logits);
     const int32_t t = adil_sampler_sample(run->sampler, run->ctx->logits);
     /* The first token belongs to the prompt's time (time to first token). */
     *(run->stats.n_generated == 0 ? &run->stats.prefill_ms : &run->stats.decode_ms) += adil_now_ms() - t0;
     if (is_stop_token(run, t)) return finish(run, ADIL_STOP_END_OF_TEXT, ADIL_OK);
+    if (run->lp.k && (st = run_logprobs_add(&run->lp, run->lp.row, t)) != ADIL_OK)
+        return finish(run, ADIL_STOP_ERROR, st);
     adil_sampler_accept(run->sampler, t);
     run->pending = t;
     run->stats.n_generated++;
@@ -449,8 +485,26 @@ ADIL_API void adil_run_free(adil_run *run) {
     if (run->ctx->run == run) run->ctx->run = NULL;
     adil_sampler_free(run->sampler);
     run_grammar_free(run->grammar);
+    run_logprobs_free(&run->lp);
     free(run->batch);
     free(run->prompt);
     free(run->stop_tokens);
     free(run);
+}
+
+ADIL_API adil_status adil_run_token_logprobs(const adil_run *run, size_t index, float *logprob,
+                                             int32_t *top_tokens, float *top_logprobs, size_t capacity,
+                                             size_t *n_top) {
+    if (n_top) *n_top = 0;
+    if (!run || !logprob || !n_top || (capacity && (!top_tokens || !top_logprobs)))
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_run_token_logprobs: run, logprob, n_top and (capacity %zu > 0) top_tokens and "
+                         "top_logprobs are required",
+                         capacity);
+    /* Forced tokens still queued are counted but not yet handed out. */
+    const size_t handed_out = run->stats.n_generated - run->n_queue;
+    adil_status st =
+        run_logprobs_get(&run->lp, handed_out, index, logprob, top_tokens, top_logprobs, capacity, n_top);
+    if (st == ADIL_OK) adil_clear_error();
+    return st;
 }

@@ -317,3 +317,40 @@ int32_t adil_sampler_sample_masked(adil_sampler *s, float *logits, const uint32_
     const selection masked = {NULL, mask, s->n_vocab, (int64_t)n_allowed};
     return sample(s, logits, &masked);
 }
+
+/* ---- log-probabilities ---------------------------------------------------------- */
+
+/* log(sum(exp(logits))), from the largest logit (no overflow), summed in double. */
+static double log_sum_exp(const float *logits, int64_t n) {
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        if (clean(logits[i]) > max) max = logits[i];
+    if (max == -INFINITY) return NAN; /* no finite logit: no distribution */
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)expf(clean(logits[i]) - max);
+    return (double)max + log(sum);
+}
+
+void adil_logprobs_of_row(const float *logits, int64_t n_vocab, int32_t token, uint32_t k, float *logprob,
+                          int32_t *top_ids, float *top_logprobs) {
+    const double lse = log_sum_exp(logits, n_vocab);
+    *logprob = (float)((double)clean(logits[token]) - lse);
+    candidate heap[ADIL_MAX_LOGPROBS];
+    const int64_t want = k < ADIL_MAX_LOGPROBS ? (int64_t)k : ADIL_MAX_LOGPROBS;
+    const int64_t n = want < n_vocab ? want : n_vocab;
+    if (n <= 0) return;
+    for (int64_t i = 0; i < n; i++) heap[i] = (candidate){(int32_t)i, clean(logits[i]), 0.0f};
+    for (int64_t h = n / 2 - 1; h >= 0; h--) sift_down(heap, n, h);
+    for (int64_t i = n; i < n_vocab; i++) {
+        const candidate x = {(int32_t)i, clean(logits[i]), 0.0f};
+        if (worse(&heap[0], &x)) {
+            heap[0] = x;
+            sift_down(heap, n, 0);
+        }
+    }
+    qsort(heap, (size_t)n, sizeof *heap, cmp_cand);
+    for (int64_t i = 0; i < n; i++) {
+        top_ids[i] = heap[i].id;
+        top_logprobs[i] = (float)((double)heap[i].logit - lse);
+    }
+}

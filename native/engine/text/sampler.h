@@ -52,4 +52,12 @@ int32_t adil_sampler_sample_among(adil_sampler *s, float *logits, const int32_t 
  * token's bit is read only when it would be chosen or enter the top k. */
 int32_t adil_sampler_sample_masked(adil_sampler *s, float *logits, const uint32_t *mask, size_t n_allowed);
 
+/* The log-softmax of a raw row of logits (n_vocab floats; NaN counts as
+ * -INFINITY): the value at `token` into *logprob, and the k most likely
+ * tokens (k <= ADIL_MAX_LOGPROBS and <= n_vocab; most likely first, the lower
+ * id first on ties) into top_ids and top_logprobs.  Reads the row only;
+ * called only for runs that asked for log-probabilities. */
+void adil_logprobs_of_row(const float *logits, int64_t n_vocab, int32_t token, uint32_t k, float *logprob,
+                          int32_t *top_ids, float *top_logprobs);
+
 #endif /* ADIL_SAMPLER_H */
