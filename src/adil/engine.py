@@ -15,9 +15,9 @@ import dataclasses
 import os
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +29,6 @@ from ._cdef import CONSTANTS
 from ._validate import c_text, milliseconds, path_bytes, text_bytes, token_ids, uint32
 from .cancel import CancelToken
 from .chat import DEFAULT_TIMEOUT as CHAT_TIMEOUT
-from .chat import render_chat
 from .constraints import GRAMMAR, Constraint
 from .errors import (
     BusyError,
@@ -44,12 +43,17 @@ from .sampling import Sampling, resolve_sampling
 from .structured import OutputSchema, output_schema
 from .timeouts import Deadline, Timeout, as_timeout
 
+if TYPE_CHECKING:
+    from .chat_api import ChatResponse, ChatStream
+    from .messages import ChatMessage
+    from .tools import Tool
+
 __all__ = ["Engine", "EngineInfo", "Model", "ModelInfo"]
 
 # The largest context window adil.h lets an engine be asked for (adil_context_new).
 MAX_CONTEXT_LENGTH = 1 << 20
-# The most alternatives logprobs=k may ask for per token.
-MAX_LOGPROBS = 20
+# The most alternatives logprobs=k may ask for per token (adil.h).
+MAX_LOGPROBS = int(CONSTANTS["ADIL_MAX_LOGPROBS"])
 # The engine capability that logprobs= needs (ABI 2.2).
 LOGPROBS = "logprobs"
 
@@ -361,25 +365,128 @@ class Model:
             "utf-8", "replace")
 
     def render_chat(
-        self, messages: Sequence[dict[str, str]], *, add_generation_prompt: bool = True,
-        timeout: float | None = CHAT_TIMEOUT, deadline: Deadline | None = None,
+        self, messages: Sequence[Mapping[str, Any] | ChatMessage], *,
+        add_generation_prompt: bool = True, tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        chat_template: str | None = None, timeout: float | None = CHAT_TIMEOUT,
+        deadline: Deadline | None = None,
     ) -> str:
-        """The prompt for `messages`, from the model's chat template,
-        rendered within `timeout` seconds and a caller's `deadline` (see
+        """The prompt for `messages` (OpenAI-shaped, see :mod:`adil.messages`)
+        with `tools` presented, from `chat_template`, the model's own
+        template or a built-in one (:mod:`adil.chat_templates`), rendered
+        within `timeout` seconds and a caller's `deadline` (see
         :func:`adil.chat.render_chat`)."""
-        info = self._info
-        return render_chat(
-            info.chat_template,
-            messages,
-            add_generation_prompt=add_generation_prompt,
-            bos_token=self._special_text(info.bos_token),
-            eos_token=self._special_text(info.eos_token),
-            timeout=timeout,
-            deadline=deadline,
-        )
+        from .chat_api import render_prompt
 
-    def _special_text(self, token: int | None) -> str:
-        return self.detokenize([token], special=True) if token is not None else ""
+        return render_prompt(self, messages, add_generation_prompt=add_generation_prompt,
+                             tools=tools, chat_template=chat_template, timeout=timeout,
+                             deadline=deadline).text
+
+    @overload
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any] | ChatMessage],
+        *,
+        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] = "auto",
+        schema: Any = None,
+        stream: Literal[False] = False,
+        max_tokens: int | None = None,
+        sampling: Sampling | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
+        seed: int | None = None,
+        repeat_penalty: float | None = None,
+        stop: str | Sequence[str] = (),
+        timeout: Timeout | float | None = None,
+        cancel: CancelToken | None = None,
+        logprobs: int | None = None,
+        chat_template: str | None = None,
+    ) -> ChatResponse: ...
+
+    @overload
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any] | ChatMessage],
+        *,
+        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] = "auto",
+        schema: Any = None,
+        stream: Literal[True],
+        max_tokens: int | None = None,
+        sampling: Sampling | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
+        seed: int | None = None,
+        repeat_penalty: float | None = None,
+        stop: str | Sequence[str] = (),
+        timeout: Timeout | float | None = None,
+        cancel: CancelToken | None = None,
+        logprobs: int | None = None,
+        chat_template: str | None = None,
+    ) -> ChatStream: ...
+
+    @overload
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any] | ChatMessage],
+        *,
+        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] = "auto",
+        schema: Any = None,
+        stream: bool = False,
+        max_tokens: int | None = None,
+        sampling: Sampling | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
+        seed: int | None = None,
+        repeat_penalty: float | None = None,
+        stop: str | Sequence[str] = (),
+        timeout: Timeout | float | None = None,
+        cancel: CancelToken | None = None,
+        logprobs: int | None = None,
+        chat_template: str | None = None,
+    ) -> ChatResponse | ChatStream: ...
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any] | ChatMessage],
+        *,
+        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] = "auto",
+        schema: Any = None,
+        stream: bool = False,
+        max_tokens: int | None = None,
+        sampling: Sampling | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
+        seed: int | None = None,
+        repeat_penalty: float | None = None,
+        stop: str | Sequence[str] = (),
+        timeout: Timeout | float | None = None,
+        cancel: CancelToken | None = None,
+        logprobs: int | None = None,
+        chat_template: str | None = None,
+    ) -> ChatResponse | ChatStream:
+        """One assistant turn for OpenAI-style `messages`: a
+        :class:`~adil.chat_api.ChatResponse` (``message``, ``text``,
+        ``finish_reason``, ``usage``, ``stats``), or with ``stream=True`` a
+        :class:`~adil.chat_api.ChatStream` of content chunks.  Tools are
+        returned as calls, never run.  See :mod:`adil.chat_api`."""
+        from .chat_api import chat
+
+        return chat(self, messages, tools=tools, tool_choice=tool_choice, schema=schema,
+                    stream=stream, max_tokens=max_tokens, sampling=sampling,
+                    temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p, seed=seed,
+                    repeat_penalty=repeat_penalty, stop=stop, timeout=timeout, cancel=cancel,
+                    logprobs=logprobs, chat_template=chat_template)
 
     # -- evaluation -----------------------------------------------------
     def logits(self, ids: Sequence[int] | npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
@@ -523,8 +630,8 @@ class Model:
             params.stop_tokens = ffi.cast("int32_t *", options.stop_tokens.ctypes.data)
             params.n_stop_tokens = len(options.stop_tokens)
             keep.append(options.stop_tokens)
-        if options.logprobs is not None:
-            params.n_logprobs = options.logprobs
+        if options.logprobs is not None:  # 0 alternatives still reads each token's logprob
+            params.n_logprobs = max(options.logprobs, 1)
         params.total_timeout_ms = milliseconds("timeout.total", options.timeout.total)
         params.read_timeout_ms = milliseconds("timeout.read", options.timeout.read)
         params.ignore_eos = int(bool(options.ignore_eos))

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._binding import STATUSES, STOP_REASONS, check, ffi
+from ._binding import STATUSES, STOP_REASONS, check, ffi, token_logprobs
 from .errors import AdilError, BusyError, InvalidArgumentError, OutputValidationError
 from .structured import prefix_location
 
@@ -56,7 +56,10 @@ class TokenLogprob:
     log-softmax of the model's raw logits at that step (before temperature,
     penalties and grammar), and the `k` most likely tokens there, most likely
     first, as ``(token, text, logprob)``.  ``text``: the token's bytes
-    decoded (invalid UTF-8 replaced: a token may hold part of a character)."""
+    decoded, special tokens by their text (invalid UTF-8 replaced: a token
+    may hold part of a character).  A token whose logits the engine did not
+    compute (one a grammar forced, evaluated in a batch) has ``logprob`` NaN
+    and no ``top``."""
 
     token: int
     text: str
@@ -185,6 +188,12 @@ class Generation(Iterator[Piece]):
         return tuple(self._token_list)
 
     @property
+    def logprobs(self) -> tuple[TokenLogprob, ...] | None:
+        """With ``logprobs=k``: one TokenLogprob per token generated so far;
+        None when not asked."""
+        return None if self._n_logprobs is None else tuple(self._logprob_list)
+
+    @property
     def value(self) -> Any:
         """With a schema: the document, read and validated, once the stream
         has ended (None when it ended without one: cancelled, or it raised).
@@ -247,6 +256,7 @@ class Generation(Iterator[Piece]):
 
     def _take(self, status: int) -> Piece | None:
         tokens = tuple(int(t) for t in self._buffer[0 : self._n_out[0]])
+        logprobs = self._read_logprobs(tokens) if self._n_logprobs is not None else None
         self._token_list.extend(tokens)
         text = self._decoder.decode(b"".join(self._token_bytes(t) for t in tokens))
         stopped_by_string = False
@@ -262,7 +272,23 @@ class Generation(Iterator[Piece]):
             self._text_parts.append(text)
         if finished:
             self._read_output()
-        return Piece(text, tokens) if (text or tokens) else None
+        return Piece(text, tokens, logprobs) if (text or tokens) else None
+
+    def _read_logprobs(self, tokens: tuple[int, ...]) -> tuple[TokenLogprob, ...]:
+        """The TokenLogprob of each token of this step (read while the run
+        is live: before _finish frees it)."""
+        k = self._n_logprobs or 0
+        first = len(self._token_list)
+        read = []
+        for index, token in enumerate(tokens, start=first):
+            logprob, top = token_logprobs(self._lib, self._run, index)
+            read.append(TokenLogprob(token, self._text_of(token), logprob,
+                                     tuple((t, self._text_of(t), lp) for t, lp in top[:k])))
+        self._logprob_list.extend(read)
+        return tuple(read)
+
+    def _text_of(self, token: int) -> str:
+        return self._model.token_bytes(token, special=True).decode("utf-8", "replace")
 
     def _apply_stop(self, text: str) -> tuple[str, bool]:
         """Cuts at the first stop string; holds back a possible prefix of one."""
@@ -397,7 +423,7 @@ class Generation(Iterator[Piece]):
         for _ in self:
             pass
         return Completion(self.text, self.tokens, self.stop_reason, self.stats,
-                          self.cancel_acknowledged, self._value)
+                          self.cancel_acknowledged, self._value, self.logprobs)
 
 
 def _sigint_is_python_handled() -> bool:
