@@ -80,7 +80,7 @@ ADIL_API adil_status adil_model_get_info(const adil_model *model, adil_model_inf
         .struct_size = sizeof info,
         .architecture = "stub",
         .name = model->name,
-        .chat_template = NULL,
+        .chat_template = model->script.chat_template,
         .n_vocab = STUB_N_VOCAB,
         .n_ctx_train = model->script.context_length,
         .bos_token = STUB_TOKEN_BOS,

@@ -4,6 +4,8 @@
  * (e.g. "turns[1].tool_call.name"), what was expected, what was found and
  * the byte offset.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include "stub_script.h"
 
 #include "adil_json.h"
@@ -287,19 +289,35 @@ static adil_status read_faults(const validator *v, const adil_json *faults, stub
     return ADIL_OK;
 }
 
+/* ---- the chat template ----------------------------------------------- */
+
+static adil_status read_chat_template(const validator *v, const adil_json *value, stub_script *out) {
+    free(out->chat_template); /* the default */
+    out->chat_template = NULL;
+    if (value->kind == ADIL_JSON_NULL) return ADIL_OK;
+    if (value->kind != ADIL_JSON_STRING || memchr(value->str, '\0', value->str_len) != NULL)
+        return bad_value(v, "chat_template", value, "a string without NUL bytes, or null");
+    out->chat_template = strdup(value->str);
+    if (out->chat_template == NULL)
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "%s: could not copy the chat template", v->what);
+    return ADIL_OK;
+}
+
 /* ---- the whole script -------------------------------------------------- */
 
 static adil_status read_script(const validator *v, const adil_json *root, stub_script *out) {
-    static const char *const keys[] = {"turns", "token_delay_ms", "context_length", "faults"};
+    static const char *const keys[] = {"turns", "token_delay_ms", "context_length", "faults",
+                                       "chat_template"};
     if (root->kind != ADIL_JSON_OBJECT)
         return bad_value(v, "top level", root, "an object {\"turns\": [...], ...}");
-    adil_status st =
-        check_keys(v, "top level", root, keys, 4, "turns, token_delay_ms, context_length, faults");
+    adil_status st = check_keys(v, "top level", root, keys, 5,
+                                "turns, token_delay_ms, context_length, faults, chat_template");
     if (st != ADIL_OK) return st;
     const adil_json *turns = adil_json_get(root, "turns");
     const adil_json *delay = adil_json_get(root, "token_delay_ms");
     const adil_json *context = adil_json_get(root, "context_length");
     const adil_json *faults = adil_json_get(root, "faults");
+    const adil_json *chat_template = adil_json_get(root, "chat_template");
     if (turns == NULL) return missing_key(v, "top level", root, "turns", "an array of turns");
     if ((st = read_turns(v, turns, out)) != ADIL_OK) return st;
     if (delay != NULL && (st = read_uint(v, "token_delay_ms", delay, 0, STUB_MAX_TOKEN_DELAY_MS,
@@ -309,15 +327,22 @@ static adil_status read_script(const validator *v, const adil_json *root, stub_s
                                            &out->context_length)) != ADIL_OK)
         return st;
     if (faults != NULL && (st = read_faults(v, faults, out)) != ADIL_OK) return st;
+    if (chat_template != NULL && (st = read_chat_template(v, chat_template, out)) != ADIL_OK) return st;
     return ADIL_OK;
 }
 
 adil_status stub_script_parse(const char *src, size_t len, const char *what, stub_script *out) {
     memset(out, 0, sizeof *out);
     out->context_length = STUB_DEFAULT_CONTEXT_LENGTH;
+    out->chat_template = strdup(STUB_DEFAULT_CHAT_TEMPLATE);
+    if (out->chat_template == NULL)
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "%s: could not copy the chat template", what);
     adil_json root;
     adil_status st = adil_json_parse(src, len, ADIL_STATUS_MODEL_FORMAT, what, &root);
-    if (st != ADIL_OK) return st;
+    if (st != ADIL_OK) {
+        stub_script_free(out);
+        return st;
+    }
     validator v = {src, what};
     st = read_script(&v, &root, out);
     adil_json_free(&root);
@@ -330,6 +355,7 @@ void stub_script_free(stub_script *script) {
     for (size_t i = 0; i < script->n_turns; i++) free(script->turns[i].bytes);
     free(script->turns);
     free(script->faults);
+    free(script->chat_template);
     memset(script, 0, sizeof *script);
 }
 

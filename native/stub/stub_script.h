@@ -6,6 +6,7 @@
  *              {"text": "It is sunny in Oslo."}],
  *    "token_delay_ms": 0,
  *    "context_length": 4096,
+ *    "chat_template": "{% for message in messages %}...",
  *    "faults": [{"on_call": 1, "status": "busy"},
  *               {"on_call": 3, "late_answer": true},
  *               {"not_ready_ms": 200}]}
@@ -18,6 +19,9 @@
  *                    contents are copied, valid JSON or not)}.
  *   token_delay_ms   0..60000, default 0: pause before every output token.
  *   context_length   1..16777216, default 4096: the model's n_ctx_train.
+ *   chat_template    a string (no NUL byte) or null, default
+ *                    STUB_DEFAULT_CHAT_TEMPLATE: the model's chat template
+ *                    (adil_model_info.chat_template); null: the model has none.
  *   faults           array of {"on_call": N >= 1, "status": "busy" |
  *                    "model_not_ready" | "context_length" | "capability"},
  *                    {"on_call": N, "late_answer": true} or {"not_ready_ms":
@@ -46,6 +50,15 @@
 #define STUB_MAX_CONTEXT_LENGTH     (16u << 20)
 #define STUB_DEFAULT_CONTEXT_LENGTH 4096u
 
+/* The chat template of a stub model whose script names none: per message
+ * "<|ROLE|>\nCONTENT\n" (no content, or null: empty), then "<|assistant|>\n"
+ * when add_generation_prompt.  Written for Jinja with trim_blocks and
+ * lstrip_blocks (the SDK's settings) and without either: no block tag is
+ * followed by a newline or preceded by blanks on its line. */
+#define STUB_DEFAULT_CHAT_TEMPLATE                                                                         \
+    "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] or '' }}\n{% endfor %}" \
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+
 typedef struct stub_turn {
     unsigned char *bytes; /* the output bytes of the turn (each one token) */
     size_t len;
@@ -65,6 +78,7 @@ typedef struct stub_script {
     uint32_t token_delay_ms;
     uint32_t not_ready_ms; /* 0 = ready at once */
     uint32_t context_length;
+    char *chat_template; /* NULL = none (the script's null); else owned */
 } stub_script;
 
 /* Validates the JSON script src[0 .. len) and compiles it into *out.

@@ -8,6 +8,11 @@
 
 #include <sys/stat.h>
 
+/* The default chat template of a stub model (stub_script.h). */
+#define STUB_TEMPLATE                                                                                      \
+    "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] or '' }}\n{% endfor %}" \
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+
 static void test_handshake(const stub_api *api) {
     CHECK(api->abi_version() == ADIL_MAKE_VERSION(2, 2));
     const adil_component_info *info = api->component();
@@ -226,7 +231,7 @@ static void test_model_info(const stub_api *api, adil_engine *engine) {
     CHECK(info.struct_size == sizeof info);
     CHECK(strcmp(info.architecture, "stub") == 0);
     CHECK(strcmp(info.name, "stub_basic.json") == 0);
-    CHECK(info.chat_template == NULL);
+    CHECK(info.chat_template != NULL && strcmp(info.chat_template, STUB_TEMPLATE) == 0);
     CHECK(info.n_vocab == 258 && info.n_ctx_train == 512);
     CHECK(info.bos_token == 256 && info.eos_token == 257 && info.eot_token == -1 && info.add_bos == 0);
     CHECK(info.n_threads >= 1);
@@ -244,6 +249,35 @@ static void test_model_info(const stub_api *api, adil_engine *engine) {
     CHECK(api->context_size(ctx) == 4096);
     api->context_free(ctx);
     api->model_free(model);
+}
+
+/* The chat template a script gives its model: the default, its own, or none. */
+static const char *template_of(const stub_api *api, adil_engine *engine, const char *script,
+                               adil_model **model) {
+    *model = NULL;
+    CHECK_STATUS(api, test_load_text(api, engine, script, model), ADIL_OK);
+    if (*model == NULL) return "(not loaded)";
+    adil_model_info info = {.struct_size = sizeof info};
+    CHECK_STATUS(api, api->model_get_info(*model, &info), ADIL_OK);
+    return info.chat_template;
+}
+
+static void test_chat_template(const stub_api *api, adil_engine *engine) {
+    adil_model *model = NULL;
+    const char *got = template_of(api, engine, "{\"turns\": [], \"chat_template\": \"{{ x }}\\n\"}", &model);
+    CHECK(got != NULL && strcmp(got, "{{ x }}\n") == 0);
+    api->model_free(model);
+    got = template_of(api, engine, "{\"turns\": [], \"chat_template\": null}", &model);
+    CHECK(got == NULL);
+    api->model_free(model);
+    CHECK_STATUS(api, test_load_text(api, engine, "{\"turns\": [], \"chat_template\": 3}", &model),
+                 ADIL_STATUS_MODEL_FORMAT);
+    CHECK_ERROR_HAS(api, "chat_template: expected a string without NUL bytes, or null, got number 3");
+    CHECK_STATUS(api,
+                 test_load_text(api, engine, "{\"turns\": [], \"chat_template\": \"a\\u0000b\"}", &model),
+                 ADIL_STATUS_MODEL_FORMAT);
+    CHECK_ERROR_HAS(api, "chat_template: expected a string without NUL bytes");
+    CHECK(model == NULL);
 }
 
 static void test_tokenizer(const stub_api *api, adil_engine *engine) {
@@ -316,6 +350,7 @@ int main(void) {
     test_deep_nesting(&api, engine);
     test_bad_files(&api, engine);
     test_model_info(&api, engine);
+    test_chat_template(&api, engine);
     test_tokenizer(&api, engine);
     test_capabilities(&api, engine);
     api.engine_close(engine);
