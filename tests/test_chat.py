@@ -1,4 +1,4 @@
-"""Chat prompts: the GGUF chat template rendered with jinja2 (sandboxed), the
+"""Chat prompts: the GGUF chat template rendered with jinja2 (sandboxed), no
 plain format for models without one, and `adil generate --chat`."""
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ def test_template_rendering() -> None:
     assert not render_chat(TURNS, MESSAGES, add_generation_prompt=False).endswith("model\n")
 
 
-def test_plain_format_without_a_template() -> None:
-    assert render_chat(None, MESSAGES) == (
-        "<|user|>\nHi there \n<|assistant|>\nHello.\n<|assistant|>\n")
+def test_no_invented_format_without_a_template() -> None:
+    with pytest.raises(adil.InvalidArgumentError, match="adil.chat_templates"):
+        render_chat(None, MESSAGES)  # type: ignore[arg-type]
 
 
 def test_template_errors_are_typed() -> None:

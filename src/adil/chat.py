@@ -1,14 +1,16 @@
 """Chat prompts: a model's Jinja chat template (GGUF
-``tokenizer.chat_template``) rendered with jinja2 in a sandbox, or, for a
-model without one, a plain documented format:
+``tokenizer.chat_template``, see :mod:`adil.chat_templates` for which one)
+rendered with jinja2 in a sandbox.
 
-    <|system|>
-    ...
-    <|user|>
-    ...
-    <|assistant|>
-
-(one block per message, the role in ``<|...|>`` on its own line).
+A template sees the variables real templates use (as Hugging Face's
+``apply_chat_template`` gives them): ``messages`` (dicts: ``role``,
+``content``, and when set ``tool_calls`` — each ``{"id", "type":
+"function", "function": {"name", "arguments": dict}}`` — ``tool_call_id``
+and ``name``), ``add_generation_prompt``, ``bos_token``, ``eos_token``,
+``tools`` (OpenAI-style function dicts, or None), ``raise_exception(msg)``
+and ``strftime_now(fmt)`` (the local time now, ``time.strftime``).
+``tojson`` writes JSON as Hugging Face's does (non-ASCII kept, no HTML
+escapes, keys in their order), and ``{% break %}``/``{% continue %}`` work.
 
 A chat template is code that comes with the model file, so it is run in a
 bounded sandbox: jinja2's immutable sandbox (no Python internals, no
@@ -35,6 +37,7 @@ shared, the bounds belong to each call.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -42,7 +45,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from jinja2 import nodes
+from jinja2 import meta, nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.filters import make_attrgetter
 from jinja2.runtime import Context
@@ -53,7 +56,7 @@ from jinja2.visitor import NodeTransformer
 from .errors import AdilError, CapabilityError, InvalidArgumentError, ModelFormatError
 from .timeouts import Deadline
 
-__all__ = ["DEFAULT_TIMEOUT", "MAX_CHARS", "render_chat"]
+__all__ = ["DEFAULT_TIMEOUT", "MAX_CHARS", "render_chat", "template_variables"]
 
 DEFAULT_TIMEOUT = 5.0  # seconds one rendering may take (a real template takes milliseconds)
 MAX_CHARS = 8 * 2**20  # characters (or list items) of any one value, output included,
@@ -63,17 +66,18 @@ MAX_INDENT = 64  # the widest |tojson indent (each line of the JSON gets it, per
 
 
 def render_chat(
-    template: str | None,
-    messages: Sequence[Mapping[str, str]],
+    template: str,
+    messages: Sequence[Mapping[str, Any]],
     *,
     add_generation_prompt: bool = True,
     bos_token: str = "",
     eos_token: str = "",
+    tools: Sequence[Mapping[str, Any]] | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
     deadline: Deadline | None = None,
 ) -> str:
-    """The prompt for `messages` from a chat `template` (the plain format
-    when `template` is ``None``).
+    """The prompt for `messages` from a chat `template` (a model without
+    one: see :mod:`adil.chat_templates`).
 
     `timeout` bounds the rendering in seconds (``None``: no time bound);
     `deadline` is a caller's running deadline (an Agent's total), checked
@@ -91,9 +95,13 @@ def render_chat(
     """
     if timeout is not None and not timeout > 0:
         raise InvalidArgumentError(f"timeout must be positive seconds or None, got {timeout!r}")
-    if template is None:
-        return _plain(messages, add_generation_prompt)
+    if not isinstance(template, str):
+        raise InvalidArgumentError(
+            f"template must be a Jinja chat template string, got {type(template).__name__} "
+            "(a model without one: see adil.chat_templates)")
     own_text = sum(len(str(value)) for m in messages for value in m.values())
+    if tools is not None:
+        own_text += len(str(tools))
     budget = _Budget(
         limit=MAX_CHARS + 2 * own_text,
         timeout=timeout,
@@ -107,6 +115,7 @@ def render_chat(
             add_generation_prompt=add_generation_prompt,
             bos_token=bos_token,
             eos_token=eos_token,
+            tools=None if tools is None else [dict(t) for t in tools],
         )
         chunks: list[str] = []
         size = 0
@@ -127,11 +136,22 @@ def render_chat(
         _BUDGET.reset(token)
 
 
-def _plain(messages: Sequence[Mapping[str, str]], add_generation_prompt: bool) -> str:
-    parts = [f"<|{m['role']}|>\n{m['content']}\n" for m in messages]
-    if add_generation_prompt:
-        parts.append("<|assistant|>\n")
-    return "".join(parts)
+def template_variables(template: str) -> frozenset[str]:
+    """The variables `template` reads from its caller (``tools``...), or
+    ModelFormatError when it does not parse."""
+    return _variables(template)
+
+
+@functools.lru_cache(maxsize=8)
+def _variables(source: str) -> frozenset[str]:
+    environment = _BoundedSandbox()
+    try:
+        return frozenset(meta.find_undeclared_variables(environment.parse(source)))
+    except RecursionError as exc:
+        raise ModelFormatError("the model's chat template nests too deeply") from exc
+    except Exception as exc:  # jinja2's TemplateSyntaxError and kin
+        raise ModelFormatError(
+            f"the model's chat template failed: {type(exc).__name__}: {exc}") from exc
 
 
 # ---------------------------------------------------------------------------
@@ -336,6 +356,24 @@ def _raise_exception(message: str) -> NoReturn:
     raise CapabilityError(f"the chat template refused the messages: {message}")
 
 
+def _strftime_now(fmt: str) -> str:
+    """The local time now in `fmt` (templates write today's date)."""
+    if not isinstance(fmt, str):
+        raise ModelFormatError(f"strftime_now takes a format string, got {type(fmt).__name__}")
+    _fits(len(fmt) * 16, "a date")
+    return time.strftime(fmt)
+
+
+def _tojson(value: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None,
+            sort_keys: bool = False) -> str:
+    """Hugging Face's ``tojson``: plain JSON, non-ASCII kept, no HTML
+    escapes (jinja2's escapes ``<`` and sorts keys, which would change the
+    prompt a model was trained on)."""
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent,
+                      separators=tuple(separators) if separators is not None else None,
+                      sort_keys=sort_keys)
+
+
 class _Namespace(Namespace):
     """``namespace()``, printed without its attributes: they can change after
     a list holding the namespace was weighed, so printing them is not
@@ -391,8 +429,11 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"*", "+", "**", "%"})
 
     def __init__(self) -> None:
-        super().__init__(trim_blocks=True, lstrip_blocks=True)
+        super().__init__(trim_blocks=True, lstrip_blocks=True,
+                         extensions=["jinja2.ext.loopcontrols"])
         self.globals["raise_exception"] = _raise_exception
+        self.globals["strftime_now"] = _strftime_now
+        self.filters["tojson"] = _tojson
         del self.globals["lipsum"]  # lipsum(n) writes n paragraphs
         self.globals["namespace"] = _Namespace
         getter = functools.partial(make_attrgetter, self)
@@ -423,7 +464,7 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
                 _weight(items) + _int(slices) * (4 + _weight(fill_with)), "a |slice"), True),
             "wordwrap": (lambda s, width=79, brk=True, wrapstring=None, *_, **__: _fits(
                 len(str(s)) * (1 + len(str(wrapstring or "\n"))), "a |wordwrap"), False),
-            "tojson": (lambda value, indent=None: _fits(
+            "tojson": (lambda value, ensure_ascii=False, indent=None, *_, **__: _fits(
                 len(indent) if isinstance(indent, str) else _int(indent), "a |tojson indent",
                 limit=MAX_INDENT), False),
             "format": (lambda value, *args, **kwargs: _check_printf(
