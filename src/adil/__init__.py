@@ -16,6 +16,7 @@ from . import models
 from ._binding import ENGINE_LIBRARY, STUB_LIBRARY
 from .agent import Agent, AgentHandle, DisplayField, Proposal, RunOutcome, ToolCall
 from .cancel import CancelToken
+from .chat_api import ChatChunk, ChatResponse, ChatStream
 from .engine import Engine, EngineInfo, Model, ModelInfo
 from .errors import (
     AdilError,
@@ -37,6 +38,7 @@ from .errors import (
     ToolSchemaError,
 )
 from .generation import Completion, Generation, Piece, Stats, StopReason, TokenLogprob
+from .messages import ChatMessage, ChatToolCall, Usage
 from .sampling import DEFAULT_SAMPLING, Sampling
 from .timeouts import Timeout
 from .tools import Tool, ToolContext, tool
@@ -49,6 +51,11 @@ __all__ = [
     "CancelToken",
     "CancelledError",
     "CapabilityError",
+    "ChatChunk",
+    "ChatMessage",
+    "ChatResponse",
+    "ChatStream",
+    "ChatToolCall",
     "Completion",
     "ComponentRefusedError",
     "ContextLengthError",
@@ -83,6 +90,7 @@ __all__ = [
     "ToolContext",
     "TokenLogprob",
     "ToolSchemaError",
+    "Usage",
     "tool",
     "__version__",
     "models",
