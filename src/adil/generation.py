@@ -118,8 +118,9 @@ class Completion:
 
 class Generation(Iterator[Piece]):
     """An iterator of :class:`Piece`; after it ends, ``text``, ``tokens``,
-    ``stop_reason``, ``stats``, ``cancel_acknowledged`` and (with a schema)
-    ``value`` describe it.
+    ``stop_reason`` (a :data:`StopReason`), ``stats``,
+    ``cancel_acknowledged``, (with a schema) ``value`` and (with
+    ``logprobs=k``) ``logprobs`` describe it.
 
     Stop reasons: ``end_of_text``, ``max_tokens``, ``stop_sequence``,
     ``cancelled``.  An expired deadline raises :class:`DeadlineError` after
