@@ -46,14 +46,15 @@ def test_info_json_on_the_bundled_engine() -> None:
     assert info["kernels"] in {"scalar", "avx2", "avx512"}
     assert not any("=" in feature for feature in info["cpu_features"])
     assert info["library"] == adil.ENGINE_LIBRARY
-    assert info["capabilities"] == ["grammar", "logits"]
+    assert info["capabilities"] == ["grammar", "logits", "logprobs"]
 
 
 def test_info_text_on_the_stub() -> None:
     result = run_cli("info", "--library", adil.STUB_LIBRARY)
     assert result.returncode == 0, result.stderr
     assert "adil-stub" in result.stdout and "ABI" in result.stdout
-    assert any(line.split() == ["capabilities", "grammar"] for line in result.stdout.splitlines())
+    assert any(line.split() == ["capabilities", "grammar,", "logprobs"]
+               for line in result.stdout.splitlines())
 
 
 def test_info_refusal_is_a_clean_error() -> None:
