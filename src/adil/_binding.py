@@ -258,7 +258,7 @@ def _check_component(path: str, lib: Any) -> Library:
         return library  # a 2.0 engine: no capabilities field to read
     capabilities = tuple(
         name for name in _list(info.capabilities)
-        if library.has_function(CAPABILITY_FUNCTIONS.get(name, "adil_abi_version"))
+        if name not in CAPABILITY_FUNCTIONS or library.has_function(CAPABILITY_FUNCTIONS[name])
     )
     return replace(library, capabilities=capabilities)
 

@@ -567,10 +567,11 @@ ADIL_API void adil_run_free(adil_run *run);
  * Writes at most `capacity` entries into top_tokens and top_logprobs (both
  * may be NULL when capacity is 0) and the number there are into *n_top; the
  * caller calls again with more room when *n_top > capacity.
- * A token whose logits the engine did not compute (the stub has no model; an
- * engine may evaluate tokens a grammar forced as a batch) gives *logprob =
- * NAN and *n_top = 0, with ADIL_OK.  The stub reports *logprob = 0 and its
- * token as the only alternative, with log-probability 0.
+ * A token whose logits an engine did not compute (one may evaluate the tokens
+ * a grammar forced as a batch) gives *logprob = NAN and *n_top = 0, with
+ * ADIL_OK.  The CPU engine computes every token's, forced ones included (with
+ * n_logprobs > 0 it evaluates forced text one token at a time).  The stub has
+ * no model: *logprob = 0, and its token is the only alternative, with 0.
  * Returns ADIL_STATUS_INVALID_ARGUMENT for NULL run, logprob or n_top, NULL
  * arrays with capacity > 0, a run started with n_logprobs = 0, or an index not
  * yet generated (message with the count); ADIL_STATUS_CAPABILITY for an
