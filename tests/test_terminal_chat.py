@@ -327,3 +327,21 @@ def test_agent_session_in_process(
     assert asked.count("Run send_email(to='a@b', body='Hi')? [y/N] ") == 2
     sent = (tmp_path / "sent.log").read_text().splitlines()
     assert len(sent) == 1 and json.loads(sent[0])["to"] == "a@b"
+
+
+def test_a_failed_turn_is_reported_and_left_out_of_the_conversation(
+    stub_engine: adil.Engine, write_script: Callable[..., str], tmp_path: Path
+) -> None:
+    import io
+
+    from adil.terminal_chat import run_terminal_chat
+
+    model = stub_engine.load_model(write_script({
+        "turns": [{"text": "Fine."}], "faults": [{"on_call": 1, "status": "context_length"}]}))
+    out = io.StringIO()
+    saved = tmp_path / "c.json"
+    assert run_terminal_chat(model, out=out, system="Be brief.",
+                             read_line=scripted_lines(["first", "second", f"/save {saved}"])) == 0
+    assert "adil: error [context_length_exceeded]:" in out.getvalue()
+    assert [(m["role"], m["content"]) for m in json.loads(saved.read_text())] == [
+        ("system", "Be brief."), ("user", "second"), ("assistant", "Fine.")]

@@ -110,18 +110,24 @@ class _ChatSession:
     def answer(self, text: str) -> None:
         self.history.append({"role": "user", "content": text})
         shown: list[str] = []
-        stream = self._stream(self.messages())
         message: dict[str, Any] | None = None
+        stream: Any = None
         try:
+            stream = self._stream(self.messages())
             for chunk in stream:
                 shown.append(chunk.text)
                 self.terminal.write(chunk.text)
             message = self._final_message(stream)
         finally:
-            # Also on Ctrl-C: the part that was shown stays in the
-            # conversation (the person saw it), the run is cancelled.
-            stream.close()
-            self.history.append(message or {"role": "assistant", "content": "".join(shown)})
+            # Also on Ctrl-C or an error: the run is cancelled; a part that
+            # was shown stays in the conversation (the person saw it), a turn
+            # that showed nothing is dropped (so it cannot fail every later turn).
+            if stream is not None:
+                stream.close()
+            if message is not None or shown:
+                self.history.append(message or {"role": "assistant", "content": "".join(shown)})
+            else:
+                self.history.pop()
             self.terminal.write("\n")
 
     def _stream(self, messages: list[dict[str, Any]]) -> Any:
