@@ -34,11 +34,12 @@ interleaves):
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BusyError, DeadlineError, InvalidArgumentError, check_real
 from ..retry import RetryPolicy
@@ -46,14 +47,21 @@ from ..timeouts import Clock, Deadline, Timeout
 from ..tools import Tool
 from .config import AgentConfig, Policy, ResultHook, require_text, tools_by_name
 from .conversation import Conversation
+from .events import AgentEvent, ProposalRaised, RunFinished
 from .loop import Ending, RunLoop, close_turn
 from .prompt import system_message
 from .proposal import Proposal
 from .protocol import ModelLike
 from .records import RunOutcome
 from .state import RunState, Segment
+from .stream import AgentStream
 
-__all__ = ["Agent", "AgentHandle"]
+if TYPE_CHECKING:
+    from ..aio import AsyncAgentStream
+
+__all__ = ["Agent", "AgentHandle", "Listener"]
+
+Listener = Callable[[AgentEvent], None]
 
 
 class Agent:
@@ -133,33 +141,103 @@ class Agent:
 
     # -- runs --------------------------------------------------------------
     def run(
-        self, input: str, *, timeout: Timeout | None = None, images: Sequence[Any] | None = None
+        self, input: str, *, timeout: Timeout | None = None, images: Sequence[Any] | None = None,
+        on_event: Listener | None = None,
     ) -> RunOutcome:
-        """Runs to a final answer, a proposal, a cancel or a failure."""
-        return self._drive(self._begin(input, timeout, images))
+        """Runs to a final answer, a proposal, a cancel or a failure.
+
+        ``on_event(event)``: called with each :mod:`~.events` event as it
+        happens, in the run's thread (keep it short: the run waits for it;
+        an exception it raises ends the run and propagates)."""
+        return self._drive(self._begin(input, timeout, images, on_event))
 
     def start(
-        self, input: str, *, timeout: Timeout | None = None, images: Sequence[Any] | None = None
+        self, input: str, *, timeout: Timeout | None = None, images: Sequence[Any] | None = None,
+        on_event: Listener | None = None,
     ) -> AgentHandle:
         """Like :meth:`run`, in a background thread: ``handle.result()``."""
-        segment = self._begin(input, timeout, images)
+        segment = self._begin(input, timeout, images, on_event)
         return AgentHandle(self, segment, lambda: self._drive(segment))
 
-    def resume(self, proposal: Proposal, *, timeout: Timeout | None = None) -> RunOutcome:
+    def resume(self, proposal: Proposal, *, timeout: Timeout | None = None,
+               on_event: Listener | None = None) -> RunOutcome:
         """Continues the run after a person approved or rejected `proposal`:
         an approved call runs (its ``ctx.confirmed_by`` is the person), a
         rejected one is skipped and the model is told.  A proposal voided by
         a cancel gives a ``cancelled`` outcome."""
-        begun = self._begin_resume(proposal, timeout)
-        return begun if isinstance(begun, RunOutcome) else self._drive(begun)
+        return self._work(self._begin_resume(proposal, timeout, on_event), on_event)()
 
-    def start_resume(self, proposal: Proposal, *, timeout: Timeout | None = None) -> AgentHandle:
+    def start_resume(self, proposal: Proposal, *, timeout: Timeout | None = None,
+                     on_event: Listener | None = None) -> AgentHandle:
         """Like :meth:`resume`, in a background thread."""
-        begun = self._begin_resume(proposal, timeout)
-        if isinstance(begun, RunOutcome):
-            return AgentHandle(self, None, lambda: begun)
-        segment = begun
-        return AgentHandle(self, segment, lambda: self._drive(segment))
+        begun = self._begin_resume(proposal, timeout, on_event)
+        return AgentHandle(self, begun if isinstance(begun, Segment) else None,
+                           self._work(begun, on_event))
+
+    # -- streams -------------------------------------------------------------
+    def stream(
+        self, input: str, *, timeout: Timeout | None = None, images: Sequence[Any] | None = None
+    ) -> AgentStream:
+        """Like :meth:`start`, as an iterator of :mod:`~.events` events
+        (``TextDelta``, ``ToolCallStarted``, ``ToolCallFinished``,
+        ``ProposalRaised``, then ``RunFinished`` last).  The run goes on in
+        its own thread whatever the reader does: events wait in the stream
+        until read.  ``stream.cancel()`` cancels this run; leaving the
+        stream (``with``, ``close()``, or dropping it) cancels it too.  A
+        run that pauses for a person ends the stream (``RunFinished`` with
+        ``awaiting_confirmation``); its proposal stays pending: decide it,
+        then :meth:`stream_resume` (or :meth:`resume`) it."""
+        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        segment = self._begin(input, timeout, images, events.put)
+        return AgentStream(AgentHandle(self, segment, lambda: self._drive(segment)), events)
+
+    def stream_resume(self, proposal: Proposal, *, timeout: Timeout | None = None) -> AgentStream:
+        """Like :meth:`resume`, as an :class:`AgentStream` (see :meth:`stream`)."""
+        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        return AgentStream(self.start_resume(proposal, timeout=timeout, on_event=events.put),
+                           events)
+
+    # -- asyncio -------------------------------------------------------------
+    async def arun(
+        self, input: str, *, timeout: Timeout | None = None, images: Sequence[Any] | None = None,
+        on_event: Listener | None = None,
+    ) -> RunOutcome:
+        """Like :meth:`run`, awaited: the run goes on in its own thread, the
+        event loop is never blocked.  Cancelling the awaiting task cancels
+        this agent's run and waits (without blocking the loop) until it
+        stopped, so the agent and its model are free once CancelledError
+        reaches the caller."""
+        from ..aio import wait_handle
+
+        return await wait_handle(self.start(input, timeout=timeout, images=images,
+                                            on_event=on_event))
+
+    async def aresume(self, proposal: Proposal, *, timeout: Timeout | None = None,
+                      on_event: Listener | None = None) -> RunOutcome:
+        """Like :meth:`resume`, awaited (see :meth:`arun`)."""
+        from ..aio import wait_handle
+
+        return await wait_handle(self.start_resume(proposal, timeout=timeout,
+                                                   on_event=on_event))
+
+    def astream(
+        self, input: str, *, timeout: Timeout | None = None, images: Sequence[Any] | None = None
+    ) -> AsyncAgentStream:
+        """Like :meth:`stream`, as an async iterator (``async for``; ``async
+        with`` or ``await stream.aclose()`` cancels the run and waits for its
+        end).  Call it from a coroutine: it needs the running event loop."""
+        from ..aio import AsyncAgentStream
+
+        return AsyncAgentStream(
+            lambda listener: self.start(input, timeout=timeout, images=images, on_event=listener))
+
+    def astream_resume(self, proposal: Proposal, *,
+                       timeout: Timeout | None = None) -> AsyncAgentStream:
+        """Like :meth:`stream_resume`, as an async iterator."""
+        from ..aio import AsyncAgentStream
+
+        return AsyncAgentStream(
+            lambda listener: self.start_resume(proposal, timeout=timeout, on_event=listener))
 
     def cancel(self) -> None:
         """Cancels this agent's run (any thread): a generation stops before its
@@ -169,9 +247,7 @@ class Agent:
         with self._lock:
             segment, state = self._segment, self._state
             if segment is not None:
-                segment.cancel_requested = True
-                segment.token.cancel()
-                segment.wake.set()
+                segment.cancel()
             elif state is not None:  # paused, waiting for a person
                 for index in state.queue[:1]:
                     state.calls[index] = replace(state.calls[index], status="cancelled")
@@ -192,16 +268,16 @@ class Agent:
             self._conversation.clear()
 
     # -- bookkeeping ---------------------------------------------------------
-    def _new_segment(self, timeout: Timeout | None) -> Segment:
-        if timeout is not None and not isinstance(timeout, Timeout):
-            raise InvalidArgumentError(f"timeout must be an adil.Timeout or None, got {timeout!r}")
+    def _new_segment(self, timeout: Timeout | None, on_event: Listener | None) -> Segment:
         merged = self._config.timeout.merged(timeout)
         return Segment(token=self._config.model.cancel_token(),
-                       deadline=Deadline.start(merged, self._config.clock), timeout=merged)
+                       deadline=Deadline.start(merged, self._config.clock), timeout=merged,
+                       on_event=on_event)
 
     def _begin(self, input: str, timeout: Timeout | None,
-               images: Sequence[Any] | None) -> Segment:
+               images: Sequence[Any] | None, on_event: Listener | None) -> Segment:
         require_text("input", input)
+        _check_begin(timeout, on_event)
         with self._lock:
             if self._segment is not None:
                 raise BusyError("this agent is already running (one run at a time)")
@@ -209,15 +285,17 @@ class Agent:
                 raise InvalidArgumentError(
                     "a proposal waits for confirmation: resume() it or cancel() the agent first"
                 )
-            segment = self._new_segment(timeout)
+            segment = self._new_segment(timeout, on_event)
             self._conversation.append("user", input)
             self._state = RunState(images=images)
             self._segment = segment
             return segment
 
-    def _begin_resume(self, proposal: Proposal, timeout: Timeout | None) -> Segment | RunOutcome:
+    def _begin_resume(self, proposal: Proposal, timeout: Timeout | None,
+                      on_event: Listener | None) -> Segment | RunOutcome:
         if not isinstance(proposal, Proposal) or proposal._owner is not self:
             raise InvalidArgumentError("resume() takes a proposal of this agent")
+        _check_begin(timeout, on_event)
         with self._lock:
             if self._segment is not None:
                 raise BusyError("this agent is already running (one run at a time)")
@@ -231,20 +309,42 @@ class Agent:
                 )
             if proposal.status == "pending":
                 raise InvalidArgumentError("approve() or reject() the proposal before resume()")
-            self._segment = self._new_segment(timeout)
+            self._segment = self._new_segment(timeout, on_event)
             return self._segment
+
+    def _work(self, begun: Segment | RunOutcome,
+              on_event: Listener | None) -> Callable[[], RunOutcome]:
+        """What runs a begun resume: the segment, or an outcome known at once."""
+        if isinstance(begun, Segment):
+            segment = begun
+            return lambda: self._drive(segment)
+
+        def ended() -> RunOutcome:
+            if on_event is not None:
+                on_event(RunFinished(begun))
+            return begun
+
+        return ended
 
     def _drive(self, segment: Segment) -> RunOutcome:
         state = self._state
         assert state is not None
         ending = Ending("failed")
+        finished: list[AgentEvent] = []
         try:
             ending = RunLoop(self._config, self._conversation, state, segment, self).run()
         finally:
-            outcome = self._finish(state, segment, ending)
+            outcome = self._finish(state, segment, ending, finished)
+        # Told once the agent is idle: a listener may resume or run at once.
+        for event in finished:
+            segment.emit(event)
+        if outcome.proposal is not None:
+            segment.emit(ProposalRaised(outcome.proposal))
+        segment.emit(RunFinished(outcome))
         return outcome
 
-    def _finish(self, state: RunState, segment: Segment, ending: Ending) -> RunOutcome:
+    def _finish(self, state: RunState, segment: Segment, ending: Ending,
+                finished: list[AgentEvent]) -> RunOutcome:
         with self._lock:
             if ending.status != "awaiting_confirmation":
                 close_turn(self._conversation, state, ending.status)
@@ -252,6 +352,7 @@ class Agent:
                     self._state = None
             if self._segment is segment:
                 self._segment = None
+            finished.extend(state.finished_events())  # the calls close_turn closed
             return RunOutcome(
                 status=ending.status,
                 text=ending.text,
@@ -281,6 +382,8 @@ class AgentHandle:
         self._done = threading.Event()
         self._outcome: RunOutcome | None = None
         self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []  # called once the run ended
         self._thread = threading.Thread(target=self._main, args=(work,), daemon=True,
                                         name="adil-agent-run")
         self._thread.start()
@@ -291,7 +394,28 @@ class AgentHandle:
         except BaseException as exc:  # noqa: BLE001 - result() re-raises it in the caller
             self._error = exc
         finally:
-            self._done.set()
+            with self._lock:
+                self._done.set()
+                callbacks, self._callbacks = self._callbacks, []
+            for callback in callbacks:
+                callback()
+
+    def _when_done(self, callback: Callable[[], None]) -> None:
+        """Calls `callback()` once the run ended: in the run's thread, or at
+        once when it has ended already.  It must not raise."""
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def _cancel_quietly(self) -> None:
+        """Cancels this handle's run without taking the agent's lock (a
+        garbage collected stream may call it from any thread, even one that
+        holds the lock).  A run that ended is not touched: its segment's
+        token is its own."""
+        if self._segment is not None and not self._done.is_set():
+            self._segment.cancel()
 
     def done(self) -> bool:
         return self._done.is_set()
@@ -312,6 +436,13 @@ class AgentHandle:
     def cancel(self) -> None:
         """Cancels this handle's run, if it is still the agent's active run."""
         self._agent._cancel_segment(self._segment)
+
+
+def _check_begin(timeout: object, on_event: object) -> None:
+    if timeout is not None and not isinstance(timeout, Timeout):
+        raise InvalidArgumentError(f"timeout must be an adil.Timeout or None, got {timeout!r}")
+    if on_event is not None and not callable(on_event):
+        raise InvalidArgumentError(f"on_event must be callable or None, got {on_event!r}")
 
 
 def _seconds(timeout: object) -> float | None:

@@ -52,6 +52,7 @@ from ..tools import Tool, ToolContext, result_json, validate
 from .config import AgentConfig
 from .conversation import Conversation
 from .display import display_fields
+from .events import TextDelta, ToolCallStarted
 from .proposal import Proposal
 from .protocol import GenerationLike
 from .records import RunStatus, ToolCall
@@ -60,6 +61,7 @@ from .syntax import (
     CALL_CLOSE,
     CALL_OPEN,
     RESULT_OPEN,
+    VisibleText,
     arguments_error,
     error_payload,
     parse_envelope,
@@ -180,9 +182,13 @@ class RunLoop:
             attempt, deadline=seg.deadline, sleep=seg.sleep, should_stop=seg.token.cancelled
         )
         refused: OutputValidationError | None = None
+        visible = self._visible(forced)
         try:
-            for _ in generation:
-                pass
+            for piece in generation:
+                if visible is not None:
+                    self._show(visible.feed(piece.text))
+            if visible is not None:
+                self._show(visible.end())
         except OutputValidationError as exc:
             if constraint is None:
                 raise
@@ -190,6 +196,22 @@ class RunLoop:
         finally:
             generation.close()
         return generation.text, generation, refused
+
+    def _visible(self, forced: bool) -> VisibleText | None:
+        """The filter of this turn's TextDelta events; None when nobody
+        listens or nothing of the turn is text (a forced call)."""
+        if self.seg.on_event is None or forced:
+            return None
+        return _AllText() if self.config.tool_choice == "none" else VisibleText()
+
+    def _show(self, text: str) -> None:
+        if text:
+            self.seg.emit(TextDelta(text))
+
+    def _report(self) -> None:
+        """ToolCallFinished for the calls that reached their final status."""
+        for event in self.state.finished_events():
+            self.seg.emit(event)
 
     def _constraint(self, forced: bool) -> Constraint | None:
         """The grammar of this turn (see the module docstring)."""
@@ -233,6 +255,7 @@ class RunLoop:
     def _drain(self) -> Ending | None:
         state = self.state
         while state.queue:
+            self._report()
             index = state.queue[0]
             call = state.calls[index]
             if call.status == "invalid":
@@ -255,6 +278,7 @@ class RunLoop:
             if stop is not None:
                 return stop
             state.queue.pop(0)
+        self._report()
         if state.results:
             self.conversation.append("user", "\n".join(state.results))
             state.results.clear()
@@ -314,8 +338,11 @@ class RunLoop:
         arguments = copy.deepcopy(call.arguments or {})
         handler = HandlerCall(lambda: tool.invoke(arguments, ctx), tool.name)
         try:
+            if seg.on_event is not None:  # once it has started (a listener cannot delay it)
+                seg.emit(ToolCallStarted(call.call_id, tool.name,
+                                         copy.deepcopy(call.arguments or {})))
             finished = handler.wait(seg.deadline.remaining())
-        except BaseException:  # KeyboardInterrupt while waiting: the handler must stop too
+        except BaseException:  # KeyboardInterrupt, a listener's error: the handler must stop too
             seg.token.cancel()
             raise
         if not finished:
@@ -437,6 +464,16 @@ def close_turn(conversation: Conversation, state: RunState, reason: str) -> None
     if state.results:
         conversation.append("user", "\n".join(state.results))
         state.results.clear()
+
+
+class _AllText(VisibleText):
+    """The TextDelta filter of turns without tools: all text is shown."""
+
+    def feed(self, text: str) -> str:
+        return text
+
+    def end(self) -> str:
+        return ""
 
 
 def _error_of(error: BaseException | None) -> str:

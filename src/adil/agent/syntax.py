@@ -43,9 +43,9 @@ from ..tools.arguments import json_type
 from ..tools.depth import MAX_DEPTH, too_deep_at
 from ..tools.strict_json import strict_loads
 
-__all__ = ["CALL_CLOSE", "CALL_OPEN", "RESULT_OPEN", "ParsedCall", "arguments_error",
-           "error_payload", "parse_calls", "parse_envelope", "peek_name", "result_block",
-           "split_calls", "unicode_safe"]
+__all__ = ["CALL_CLOSE", "CALL_OPEN", "RESULT_OPEN", "ParsedCall", "VisibleText",
+           "arguments_error", "error_payload", "parse_calls", "parse_envelope", "peek_name",
+           "result_block", "split_calls", "unicode_safe"]
 
 CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"
@@ -196,3 +196,51 @@ def error_payload(code: str, message: str, location: str | None = None) -> str:
     if location is not None:
         error["location"] = location
     return unicode_safe(json.dumps({"error": error}, ensure_ascii=False))
+
+
+class VisibleText:
+    """The text of a model turn as a person may see it while it streams:
+    everything outside ``<tool_call> ... </tool_call>``.  Text that may be
+    the start of a tag is held back until the next piece tells.  At the
+    end, a held back start of an opening tag of two characters or more is
+    dropped (:func:`split_calls` reads it as a call that was cut off)."""
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._inside = False  # within a call
+
+    def feed(self, text: str) -> str:
+        """The visible part of `text` (the next piece of the turn)."""
+        text, self._held = self._held + text, ""
+        shown: list[str] = []
+        while text:
+            if self._inside:
+                end = text.find(CALL_CLOSE)
+                if end < 0:
+                    self._held = text[-(len(CALL_CLOSE) - 1):]
+                    break
+                text, self._inside = text[end + len(CALL_CLOSE):], False
+                continue
+            start = text.find(CALL_OPEN)
+            if start < 0:
+                keep = _tag_start(text)
+                shown.append(text[: len(text) - keep])
+                self._held = text[len(text) - keep:]
+                break
+            shown.append(text[:start])
+            text, self._inside = text[start + len(CALL_OPEN):], True
+        return "".join(shown)
+
+    def end(self) -> str:
+        """What is left to show once the turn ended."""
+        held, self._held = self._held, ""
+        return "" if self._inside or len(held) >= 2 else held
+
+
+def _tag_start(text: str) -> int:
+    """The length of the longest end of `text` that is a proper prefix of
+    CALL_OPEN (0 when none)."""
+    for size in range(min(len(CALL_OPEN) - 1, len(text)), 0, -1):
+        if text.endswith(CALL_OPEN[:size]):
+            return size
+    return 0
