@@ -14,7 +14,10 @@ thread, and voids its pending proposal; nothing else is touched.
 Thread rule (enforced under the agent's lock; nothing waits, nothing
 interleaves):
 
-* ``run``, ``start``, ``resume``, ``start_resume``: one at a time per agent,
+* ``run``, ``start``, ``resume``, ``start_resume`` and their streamed and
+  async forms (``stream``, ``stream_resume``, ``arun``, ``aresume``,
+  ``astream``, ``astream_resume``: the run goes on in an AgentHandle's
+  thread, see :mod:`.stream` and :mod:`adil.aio`): one at a time per agent,
   from any thread.  A second call while a run is active raises
   :class:`~adil.errors.BusyError`; while a proposal waits for a person,
   ``run``/``start`` raise InvalidArgumentError.  ``reset()`` raises
