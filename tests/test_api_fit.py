@@ -6,6 +6,7 @@ sampling, and the checks of logprobs=."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import math
 import threading
@@ -299,3 +300,26 @@ def test_no_logprobs_unless_asked(stub_model: Load) -> None:
 def test_exports() -> None:
     for name in ("TokenLogprob", "DEFAULT_SAMPLING", "StopReason"):
         assert name in adil.__all__ and hasattr(adil, name)
+
+
+# ---- the async methods ------------------------------------------------------------------
+
+def test_async_methods_have_the_signatures_of_generate_and_chat() -> None:
+    generate = inspect.signature(adil.Model.generate).parameters
+    assert list(inspect.signature(adil.Model.agenerate).parameters.values()) == list(
+        generate.values())
+    chat = {k: v for k, v in inspect.signature(adil.Model.chat).parameters.items()
+            if k != "stream"}
+    assert list(inspect.signature(adil.Model.achat).parameters.values()) == list(chat.values())
+    assert inspect.iscoroutinefunction(adil.Model.achat)
+
+
+def test_async_methods_run(stub_model: Load) -> None:
+    model = stub_model({"turns": [{"text": "one"}, {"text": "two"}]})
+
+    async def main() -> tuple[str, str]:
+        pieces = [piece.text async for piece in model.agenerate("hi", max_tokens=None)]
+        response = await model.achat([{"role": "user", "content": "hi"}])
+        return "".join(pieces), response.text
+
+    assert asyncio.run(main()) == ("one", "two")

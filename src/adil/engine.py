@@ -44,6 +44,7 @@ from .structured import OutputSchema, output_schema
 from .timeouts import Deadline, Timeout, as_timeout
 
 if TYPE_CHECKING:
+    from .aio import AsyncGeneration
     from .chat_api import ChatResponse, ChatStream
     from .messages import ChatMessage
     from .tools import Tool
@@ -727,6 +728,74 @@ class Model:
             stop_tokens=stop_tokens,
         ) as generation:
             return generation.completion()
+
+    # -- asyncio (adil.aio) ---------------------------------------------
+    def agenerate(
+        self,
+        prompt: str | bytes | Sequence[int] | npt.NDArray[np.int32],
+        *,
+        max_tokens: int | None = 256,
+        sampling: Sampling | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
+        seed: int | None = None,
+        repeat_penalty: float | None = None,
+        schema: Any = None,
+        timeout: Timeout | float | None = None,
+        cancel: CancelToken | None = None,
+        stop: str | Sequence[str] = (),
+        n: int = 1,
+        images: Sequence[Any] | None = None,
+        ignore_eos: bool = False,
+        constraint: Constraint | None = None,
+        logprobs: int | None = None,
+        stop_tokens: Sequence[int] | npt.NDArray[np.int32] = (),
+    ) -> AsyncGeneration:
+        """:meth:`generate` as an async iterator of pieces
+        (``async for piece in model.agenerate(...)``); cancelling the reading
+        task cancels the run (see :func:`adil.aio.agenerate`)."""
+        from .aio import agenerate
+
+        return agenerate(
+            self, prompt, max_tokens=max_tokens, sampling=sampling, temperature=temperature,
+            top_p=top_p, top_k=top_k, min_p=min_p, seed=seed, repeat_penalty=repeat_penalty,
+            schema=schema, timeout=timeout, cancel=cancel, stop=stop, n=n, images=images,
+            ignore_eos=ignore_eos, constraint=constraint, logprobs=logprobs,
+            stop_tokens=stop_tokens)
+
+    async def achat(
+        self,
+        messages: Sequence[Mapping[str, Any] | ChatMessage],
+        *,
+        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] = "auto",
+        schema: Any = None,
+        max_tokens: int | None = None,
+        sampling: Sampling | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
+        seed: int | None = None,
+        repeat_penalty: float | None = None,
+        stop: str | Sequence[str] = (),
+        timeout: Timeout | float | None = None,
+        cancel: CancelToken | None = None,
+        logprobs: int | None = None,
+        chat_template: str | None = None,
+    ) -> ChatResponse:
+        """:meth:`chat` awaited (the whole response; no ``stream``): the chat
+        runs in a worker thread, and cancelling the awaiting task cancels
+        its run (see :func:`adil.aio.achat`)."""
+        from .aio import achat
+
+        return await achat(
+            self, messages, tools=tools, tool_choice=tool_choice, schema=schema,
+            max_tokens=max_tokens, sampling=sampling, temperature=temperature, top_p=top_p,
+            top_k=top_k, min_p=min_p, seed=seed, repeat_penalty=repeat_penalty, stop=stop,
+            timeout=timeout, cancel=cancel, logprobs=logprobs, chat_template=chat_template)
 
     # -- lifetime -------------------------------------------------------
     def _require_open(self) -> Any:
