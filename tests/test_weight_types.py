@@ -149,12 +149,33 @@ def test_q8_K_quantize(lib: Hooks) -> None:
     np.testing.assert_array_equal(lib.quantize(T.Q8_K, x), reference_q8_K(x))
 
 
+def reference_q8_1(x: np.ndarray) -> np.ndarray:
+    """Q8_1 as described in weight_types.h: the Q8_0 block (the gguf package's
+    reference rounding) with s = fp16(sum(q) * d) after d, d in float32 before
+    its own rounding to fp16."""
+    q8_0 = quants.quantize(x, T.Q8_0).reshape(-1, 34)
+    qs = q8_0[:, 2:].view(np.int8)
+    d = np.abs(x.astype(np.float32).reshape(-1, 32)).max(axis=1) / np.float32(127)
+    s = (qs.astype(np.int32).sum(axis=1).astype(np.float32) * d).astype(np.float16)
+    blocks = [q8_0[:, :2], s.view(np.uint8).reshape(-1, 2), q8_0[:, 2:]]
+    return np.concatenate(blocks, axis=1).reshape(-1)
+
+
+def test_q8_1_quantize(lib: Hooks) -> None:
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(1024).astype(np.float32) * 5
+    x[64:96] = 0.0
+    np.testing.assert_array_equal(lib.quantize(T.Q8_1, x), reference_q8_1(x))
+
+
 def quantized_activation(lib: Hooks, qtype: T, x: np.ndarray) -> np.ndarray:
     """x as the kernel sees it: quantized to the activation type and back."""
     act = ACTIVATION[qtype]
     raw = lib.quantize(act, x)
     if act == T.Q8_0:  # our activation quantizer is the reference Q8_0
         np.testing.assert_array_equal(raw, quants.quantize(x, T.Q8_0).reshape(-1))
+    if act == T.Q8_1:
+        np.testing.assert_array_equal(raw, reference_q8_1(x))
     return lib.dequantize(act, raw, x.size).astype(np.float64)
 
 
@@ -177,7 +198,7 @@ def test_vec_dot_within_budget(lib: Hooks, qtype: T) -> None:
 
 
 @pytest.mark.parametrize(
-    "qtype", (T.F32, T.F16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q6_K), ids=lambda t: t.name
+    "qtype", (T.F32, T.F16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q4_K, T.Q6_K), ids=lambda t: t.name
 )
 def test_matmul_matches_vec_dot(lib: Hooks, qtype: T) -> None:
     """Tiling and threading do not change a single bit: every y[t, r] equals the
@@ -205,7 +226,7 @@ def test_matmul_matches_vec_dot(lib: Hooks, qtype: T) -> None:
 
 
 @pytest.mark.parametrize(
-    "qtype", (T.F32, T.BF16, T.Q8_0, T.Q5_0, T.Q4_K, T.Q6_K), ids=lambda t: t.name
+    "qtype", (T.F32, T.BF16, T.Q8_0, T.Q5_0, T.Q4_1, T.Q4_K, T.Q6_K), ids=lambda t: t.name
 )
 def test_get_rows(lib: Hooks, qtype: T) -> None:
     rng = np.random.default_rng(400 + int(qtype))

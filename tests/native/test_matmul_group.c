@@ -2,7 +2,7 @@
  * test_matmul_group.c — the matmul driver (compute/matmul.h) against the
  * level's vec_dot of every row and token, which each output must equal bit
  * for bit:
- *   - groups of 1..4 weights of mixed types (legacy, K-quant and float, so
+ *   - groups of 1..4 weights of mixed types (legacy, Q4_1, K-quant and float, so
  *     one or several activation types share the scratch), with 1, 3 and 70
  *     tokens, row counts that are and are not multiples of the chunk grain,
  *     on no pool and pools of 1..3 threads;
@@ -42,7 +42,7 @@ typedef struct type_info {
 static const type_info TYPES[] = {
     {ADIL_WT_Q8_0, 1, {0, 0}}, {ADIL_WT_Q5_0, 1, {0, 0}},   {ADIL_WT_Q4_0, 1, {0, 0}},
     {ADIL_WT_Q4_K, 2, {0, 2}}, {ADIL_WT_Q6_K, 1, {208, 0}}, {ADIL_WT_F16, 0, {0, 0}},
-    {ADIL_WT_F32, 0, {0, 0}},
+    {ADIL_WT_F32, 0, {0, 0}},  {ADIL_WT_Q4_1, 2, {0, 2}},
 };
 #define N_TYPES (sizeof TYPES / sizeof TYPES[0])
 
@@ -195,9 +195,12 @@ int main(void) {
             run_case(pools[p], 3, (const int[]){1, 1, 0}, (const int64_t[]){1024, 256, 256}, T, false);
             run_case(pools[p], 3, (const int[]){3, 0, 5}, (const int64_t[]){200, 40, 17}, T, false);
             run_case(pools[p], 4, (const int[]){4, 6, 2, 3}, (const int64_t[]){33, 64, 1, 300}, T, false);
+            /* Q4_1 (Q8_1 activations) beside Q8_0 (Q8_0 activations) */
+            run_case(pools[p], 3, (const int[]){7, 0, 7}, (const int64_t[]){96, 64, 33}, T, false);
             /* gate/up-like with an epilogue */
             run_case(pools[p], 2, (const int[]){1, 1}, (const int64_t[]){2048, 2048}, T, true);
             run_case(pools[p], 2, (const int[]){3, 4}, (const int64_t[]){100, 100}, T, true);
+            run_case(pools[p], 2, (const int[]){7, 7}, (const int64_t[]){1536, 1536}, T, true);
             /* one weight, many rows (an output head) */
             run_case(pools[p], 1, (const int[]){0}, (const int64_t[]){4000}, T, false);
         }

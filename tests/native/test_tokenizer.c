@@ -3,13 +3,14 @@
  * answers are derived by hand in the comments:
  *  - SentencePiece ("llama"): best-score merges, leftmost on ties, the space
  *    prefix, byte fallback, control / user-defined tokens, BOS/EOS, pieces;
- *  - byte-level BPE ("gpt2"): rank order, the llama-3 and qwen2
+ *  - byte-level BPE ("gpt2"): rank order, the llama-3, qwen2 and smollm
  *    pre-tokenizers (digit groups, contractions, blanks), llama-3's whole-word
- *    shortcut, invalid UTF-8, pieces;
+ *    shortcut, invalid UTF-8, pieces; smollm's word split on its own;
  *  - the contract: capacity and n_needed, NULL arguments, unknown models.
  */
 #include "text/tokenizer.h"
 #include "test_util.h"
+#include "text/tokenizer_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,7 +343,10 @@ static adil_tokenizer *bpe_vocab(vocab *v, bpe_ids *id, const char *pre) {
     return build(v, "gpt2", pre, k_merges, 8, id->bot, id->eot, -1);
 }
 
-static void test_bpe(const char *pre, bool llama3) {
+typedef enum { PRE_LLAMA3, PRE_QWEN2, PRE_SMOLLM } pre_kind;
+
+static void test_bpe(const char *pre, pre_kind kind) {
+    const bool llama3 = kind == PRE_LLAMA3;
     static vocab v;
     bpe_ids id;
     adil_tokenizer *tok = bpe_vocab(&v, &id, pre);
@@ -374,6 +378,10 @@ static void test_bpe(const char *pre, bool llama3) {
     /* Blanks: "a", " " (all but the last blank), " b". */
     EXPECT(tok, "a  b", 0, 0, IDS('a', SP, SP, 'b'));
     EXPECT(tok, "a\n\nb", 0, 0, IDS('a', NL, NL, 'b'));
+    /* " 12" is one GPT-2 word (" ?\p{N}+") but smollm cuts every digit first. */
+    if (kind == PRE_SMOLLM) {
+        EXPECT(tok, "x 123", 0, 0, IDS('x', SP, '1', '2', '3'));
+    }
     /* Special tokens with and without parse_special. */
     EXPECT(tok, "<|eot_id|>x", 0, 1, IDS(id.eot, 'x'));
     EXPECT(tok, "<|eot|>", 0, 0, IDS('<', '|', 'e', 'o', 't', '|', '>'));
@@ -397,11 +405,51 @@ static void test_bpe(const char *pre, bool llama3) {
     adil_tokenizer_free(tok);
 }
 
+/* smollm's words (as HF's Digits(individual) + ByteLevel split them), "|"
+ * between words in the expected column. */
+static void test_smollm_words(void) {
+    static const char *const cases[][2] = {
+        {"Hello world! 123", "Hello| world|!| |1|2|3"},
+        {"it's IT'S", "it|'s| IT|'|S"}, /* contractions in lower case only */
+        {"a  b   ", "a| | b|   "},      /* \s+(?!\S), then \s+ at the end */
+        {"a\n\nb", "a|\n|\n|b"},        /* no line-break rule; " ?" is a space only */
+        {"x12y", "x|1|2|y"},            /* digits end a run like the text's end */
+        {"a  1", "a|  |1"},             /* ... so the blanks before a digit stay whole */
+        {" ?! ...x", " ?!| ...|x"},     /* punctuation with its leading space */
+        {"don't", "don|'t"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        uint32_t cps[64];
+        size_t lens[64], n = 0, n_words = 0;
+        for (const char *p = cases[c][0]; *p; p++) {
+            cps[n++] = (uint8_t)*p; /* ASCII only */
+        }
+        adil_pretokenize(ADIL_PRETOK_SMOLLM, cps, n, lens, &n_words);
+        char got[160];
+        size_t k = 0, at = 0;
+        for (size_t w = 0; w < n_words; w++) {
+            if (w > 0) {
+                got[k++] = '|';
+            }
+            for (size_t j = 0; j < lens[w]; j++) {
+                got[k++] = (char)cps[at++];
+            }
+        }
+        got[k] = '\0';
+        if (strcmp(got, cases[c][1]) != 0) {
+            fprintf(stderr, "smollm split of case %zu: expected \"%s\", got \"%s\"\n", c, cases[c][1], got);
+        }
+        CHECK(strcmp(got, cases[c][1]) == 0 && at == n);
+    }
+}
+
 int main(void) {
     test_spm_merges();
     test_spm_specials_and_bos();
     test_contract();
-    test_bpe("llama-bpe", true);
-    test_bpe("qwen2", false);
+    test_bpe("llama-bpe", PRE_LLAMA3);
+    test_bpe("qwen2", PRE_QWEN2);
+    test_bpe("smollm", PRE_SMOLLM);
+    test_smollm_words();
     return test_report("test_tokenizer");
 }

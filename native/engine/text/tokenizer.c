@@ -87,9 +87,13 @@ static adil_status choose_model(adil_tokenizer *tok, const adil_tokenizer_desc *
             return ADIL_OK;
         }
     }
+    if (strcmp(pre, "smollm") == 0) {
+        tok->pretok = ADIL_PRETOK_SMOLLM;
+        return ADIL_OK;
+    }
     return adil_fail(ADIL_STATUS_CAPABILITY,
-                     "tokenizer: tokenizer.ggml.pre: expected a llama-3 or qwen2 pre-tokenizer "
-                     "(\"llama-bpe\", \"qwen2\", ...), got \"%s\"",
+                     "tokenizer: tokenizer.ggml.pre: expected a llama-3, qwen2 or smollm pre-tokenizer "
+                     "(\"llama-bpe\", \"qwen2\", \"smollm\", ...), got \"%s\"",
                      pre);
 }
 

@@ -5,9 +5,9 @@
  *  - "llama": SentencePiece-style BPE over scores (gemma, llama 1/2).  Spaces
  *    become U+2581 "▁", adjacent pieces merge best score first, pieces that
  *    are not in the vocabulary fall back to <0xXX> byte tokens.
- *  - "gpt2": byte-level BPE over ranked merges (llama 3, qwen 2).  The text is
- *    split by a pre-tokenizer (tokenizer.ggml.pre: "llama-bpe"/"llama3" and
- *    "qwen2" families), each piece's bytes are mapped to GPT-2's printable
+ *  - "gpt2": byte-level BPE over ranked merges (llama 3, qwen 2, SmolLM).  The
+ *    text is split by a pre-tokenizer (tokenizer.ggml.pre: "llama-bpe"/"llama3"
+ *    and "qwen2" families, "smollm"), each piece's bytes are mapped to GPT-2's printable
  *    code points, then merged lowest rank first.
  * Both first cut the text at special tokens: control and unknown tokens when
  * parse_special is set, user-defined tokens always (gemma's runs of spaces,
@@ -44,7 +44,7 @@ typedef enum adil_token_type {
  * the caller may free the desc afterwards. */
 typedef struct adil_tokenizer_desc {
     const char *model; /* "llama" (SentencePiece) or "gpt2" (byte-level BPE) */
-    const char *pre;   /* gpt2 pre-tokenizer: "llama-bpe", "llama3", "qwen2", ...;
+    const char *pre;   /* gpt2 pre-tokenizer: "llama-bpe", "llama3", "qwen2", "smollm", ...;
                                       NULL or "default" is refused for gpt2; ignored for llama */
     uint32_t n_vocab;
     const char *const *tokens;  /* n_vocab strings (not NUL-terminated) */

@@ -32,7 +32,8 @@ enum {
 typedef enum adil_pretok {
     ADIL_PRETOK_NONE = 0,   /* the llama (SentencePiece) model has none */
     ADIL_PRETOK_LLAMA3 = 1, /* ...|\p{N}{1,3}|... */
-    ADIL_PRETOK_QWEN2 = 2   /* ...|\p{N}|... */
+    ADIL_PRETOK_QWEN2 = 2,  /* ...|\p{N}|... */
+    ADIL_PRETOK_SMOLLM = 3  /* digits one by one, then GPT-2's pattern between them */
 } adil_pretok;
 
 typedef struct adil_vocab_entry {

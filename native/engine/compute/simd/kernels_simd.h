@@ -18,6 +18,7 @@
 /* ---- AVX2 + FMA + F16C (simd/..._avx2.c) ---------------------------------- */
 
 void adil_quantize_row_q8_0_avx2(const float *src, void *dst, int64_t n);
+void adil_quantize_row_q8_1_avx2(const float *src, void *dst, int64_t n);
 void adil_quantize_row_q8_K_avx2(const float *src, void *dst, int64_t n);
 
 float adil_vec_dot_f32_avx2(int64_t n, const void *w, const void *a);
@@ -27,9 +28,11 @@ float adil_vec_dot_bf16_avx2(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q8_0_avx2(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q4_0_avx2(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q5_0_avx2(int64_t n, const void *w, const void *a);
+float adil_vec_dot_q4_1_avx2(int64_t n, const void *w, const void *a);
 void adil_tile_q8_0_avx2(const adil_tile *t);
 void adil_tile_q4_0_avx2(const adil_tile *t);
 void adil_tile_q5_0_avx2(const adil_tile *t);
+void adil_tile_q4_1_avx2(const adil_tile *t);
 
 float adil_vec_dot_q4_K_avx2(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q5_K_avx2(int64_t n, const void *w, const void *a);
@@ -47,9 +50,11 @@ float adil_vec_dot_bf16_avx512(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q8_0_avx512(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q4_0_avx512(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q5_0_avx512(int64_t n, const void *w, const void *a);
+float adil_vec_dot_q4_1_avx512(int64_t n, const void *w, const void *a);
 void adil_tile_q8_0_avx512(const adil_tile *t);
 void adil_tile_q4_0_avx512(const adil_tile *t);
 void adil_tile_q5_0_avx512(const adil_tile *t);
+void adil_tile_q4_1_avx512(const adil_tile *t);
 
 float adil_vec_dot_q4_K_avx512(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q5_K_avx512(int64_t n, const void *w, const void *a);

@@ -1,6 +1,6 @@
 /*
  * legacy_avx2.c — the dot products of Q8_0, Q4_0 and Q5_0 weights with Q8_0
- * activations compiled for the avx2 level; the cores, their shapes and the
+ * activations and of Q4_1 weights with Q8_1 activations compiled for the avx2 level; the cores, their shapes and the
  * entry bodies are in legacy_level.h (shared with the other level).
  */
 #include "compute/simd/kernels_simd.h"
@@ -12,8 +12,12 @@ void adil_tile_q4_0_avx2(const adil_tile *t) { lg_tile(t, LG_Q4_0); }
 
 void adil_tile_q5_0_avx2(const adil_tile *t) { lg_tile(t, LG_Q5_0); }
 
+void adil_tile_q4_1_avx2(const adil_tile *t) { lg_tile(t, LG_Q4_1); }
+
 float adil_vec_dot_q8_0_avx2(int64_t n, const void *w, const void *a) { return lg_vec_dot(LG_Q8_0, n, w, a); }
 
 float adil_vec_dot_q4_0_avx2(int64_t n, const void *w, const void *a) { return lg_vec_dot(LG_Q4_0, n, w, a); }
 
 float adil_vec_dot_q5_0_avx2(int64_t n, const void *w, const void *a) { return lg_vec_dot(LG_Q5_0, n, w, a); }
+
+float adil_vec_dot_q4_1_avx2(int64_t n, const void *w, const void *a) { return lg_vec_dot(LG_Q4_1, n, w, a); }

@@ -1,6 +1,6 @@
 /*
  * legacy_level.h — what legacy_avx2.c and legacy_avx512.c both compile at
- * their own level: the fixed-shape cores of Q8_0, Q4_0 and Q5_0 (from
+ * their own level: the fixed-shape cores of Q8_0, Q4_0, Q5_0 and Q4_1 (from
  * legacy_cores.h), their shape tables, and the bodies of the tile_dot and
  * vec_dot entry points.  Each level file only names its exported functions;
  * everything here is static, so each gets its own copy built with its own
@@ -26,12 +26,17 @@ static void q5_0_full(const adil_tile *t) { lg_core(t, LG_Q5_0, LG_MAX_ROWS, LG_
 static void q5_0_rows(const adil_tile *t) { lg_core(t, LG_Q5_0, LG_MAX_ROWS, 1); }
 static void q5_0_toks(const adil_tile *t) { lg_core(t, LG_Q5_0, 1, LG_MAX_TOKS); }
 static void q5_0_one(const adil_tile *t) { lg_core(t, LG_Q5_0, 1, 1); }
+static void q4_1_full(const adil_tile *t) { lg_core(t, LG_Q4_1, LG_MAX_ROWS, LG_MAX_TOKS); }
+static void q4_1_rows(const adil_tile *t) { lg_core(t, LG_Q4_1, LG_MAX_ROWS, 1); }
+static void q4_1_toks(const adil_tile *t) { lg_core(t, LG_Q4_1, 1, LG_MAX_TOKS); }
+static void q4_1_one(const adil_tile *t) { lg_core(t, LG_Q4_1, 1, 1); }
 
 /* The cores of each kind, indexed by lg_kind. */
 static const adil_tile_shapes LG_SHAPES[] = {
     [LG_Q8_0] = {LG_MAX_ROWS, LG_MAX_TOKS, q8_0_full, q8_0_rows, q8_0_toks, q8_0_one},
     [LG_Q4_0] = {LG_MAX_ROWS, LG_MAX_TOKS, q4_0_full, q4_0_rows, q4_0_toks, q4_0_one},
     [LG_Q5_0] = {LG_MAX_ROWS, LG_MAX_TOKS, q5_0_full, q5_0_rows, q5_0_toks, q5_0_one},
+    [LG_Q4_1] = {LG_MAX_ROWS, LG_MAX_TOKS, q4_1_full, q4_1_rows, q4_1_toks, q4_1_one},
 };
 
 /* tile_dot: decode through the GEMV, prefill through the register tiles. */

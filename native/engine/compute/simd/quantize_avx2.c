@@ -1,5 +1,5 @@
 /*
- * quantize_avx2.c — AVX2 quantization of activations to Q8_0 and Q8_K.
+ * quantize_avx2.c — AVX2 quantization of activations to Q8_0, Q8_1 and Q8_K.
  *
  * The bytes must equal the scalar reference's exactly (the tests compare
  * them with the gguf package's), so every float operation is the scalar
@@ -55,24 +55,45 @@ ADIL_INLINE __m256 round_away(__m256 v) {
     return _mm256_add_ps(t, up);
 }
 
+/* One block of 32 to int8 levels (the scalar quantize_block_8bit); returns
+ * the scale d and the exact sum of the levels. */
+ADIL_INLINE float quantize_block_8bit(const float *x, int8_t qs[QK], int *sum) {
+    __m256 v[4], amax = _mm256_setzero_ps();
+    for (int j = 0; j < 4; j++) {
+        v[j] = _mm256_loadu_ps(x + 8 * j);
+        amax = abs_max(v[j], amax);
+    }
+    float d = hmax_ps(amax) / 127.0f;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    __m256i q[4];
+    for (int j = 0; j < 4; j++) {
+        __m256 r = round_away(_mm256_mul_ps(v[j], _mm256_set1_ps(id)));
+        q[j] = clamp_to_i32(r, -127.0f, 127.0f);
+    }
+    store_i8(q, qs);
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    h = _mm_hadd_epi32(h, h);
+    h = _mm_hadd_epi32(h, h);
+    *sum = _mm_cvtsi128_si32(h);
+    return d;
+}
+
 void adil_quantize_row_q8_0_avx2(const float *src, void *dst, int64_t n) {
     block_q8_0 *b = dst;
     for (int64_t i = 0; i < n / QK; i++) {
-        const float *x = src + i * QK;
-        __m256 v[4], amax = _mm256_setzero_ps();
-        for (int j = 0; j < 4; j++) {
-            v[j] = _mm256_loadu_ps(x + 8 * j);
-            amax = abs_max(v[j], amax);
-        }
-        float d = hmax_ps(amax) / 127.0f;
-        float id = d != 0.0f ? 1.0f / d : 0.0f;
-        __m256i q[4];
-        for (int j = 0; j < 4; j++) {
-            __m256 r = round_away(_mm256_mul_ps(v[j], _mm256_set1_ps(id)));
-            q[j] = clamp_to_i32(r, -127.0f, 127.0f);
-        }
-        store_i8(q, b[i].qs);
+        int sum;
+        b[i].d = adil_f32_to_fp16(quantize_block_8bit(src + i * QK, b[i].qs, &sum));
+    }
+}
+
+void adil_quantize_row_q8_1_avx2(const float *src, void *dst, int64_t n) {
+    block_q8_1 *b = dst;
+    for (int64_t i = 0; i < n / QK; i++) {
+        int sum;
+        float d = quantize_block_8bit(src + i * QK, b[i].qs, &sum);
         b[i].d = adil_f32_to_fp16(d);
+        b[i].s = adil_f32_to_fp16((float)sum * d);
     }
 }
 
