@@ -36,7 +36,8 @@ ADIL_INLINE float lg_finish(const __m256 chains[LG_CHAINS]) {
 }
 
 /* Where a core's weight blocks come from: the rows themselves, or lg_gemm's
- * unpacked copy (pu / pd / pm, LG_PACK_MAX_BLOCKS entries per row). */
+ * unpacked copy (pu / pd / pm, LG_PACK_MAX_BLOCKS entries per row; pm, the
+ * minimum, is written and read for Q4_1 only). */
 typedef struct lg_rows {
     const __m256i (*pu)[LG_PACK_MAX_BLOCKS];
     const float (*pd)[LG_PACK_MAX_BLOCKS];
@@ -45,7 +46,7 @@ typedef struct lg_rows {
 
 ADIL_INLINE lg_row lg_get_row(const adil_tile *t, lg_kind kind, const lg_rows *src, int r, int64_t b) {
     if (src != NULL) {
-        return lg_row_unpacked(kind, src->pu[r][b], src->pd[r][b], src->pm[r][b]);
+        return lg_row_unpacked(kind, src->pu[r][b], src->pd[r][b], kind == LG_Q4_1 ? src->pm[r][b] : 0.0f);
     }
     return lg_row_prep(kind, t->w + (size_t)r * t->w_stride, b);
 }
@@ -135,7 +136,9 @@ ADIL_INLINE void lg_gemm(const adil_tile *t, lg_kind kind, const adil_tile_shape
                 lg_row row = lg_row_prep(kind, s.w + (size_t)r * t->w_stride, b);
                 pu[r][b] = lg_row_packed(kind, &row);
                 pd[r][b] = row.d;
-                pm[r][b] = row.m;
+                if (kind == LG_Q4_1) {
+                    pm[r][b] = row.m;
+                }
             }
         }
         if (group == LG_MAX_ROWS) {
@@ -147,19 +150,12 @@ ADIL_INLINE void lg_gemm(const adil_tile *t, lg_kind kind, const adil_tile_shape
     }
 }
 
-/* The activation side of the GEMV's blocks, prepared once for all rows
- * (sa: Q4_1 only). */
-typedef struct lg_gemv_act {
-    __m256i fix[LG_GEMV_MAX_BLOCKS]; /* 16 KiB: fits any thread's stack */
-    float da[LG_GEMV_MAX_BLOCKS];
-    float sa[LG_GEMV_MAX_BLOCKS];
-} lg_gemv_act;
-
-/* One block of the GEMV: the token's side comes prepared. */
+/* One block of the GEMV: the token's side comes prepared (sa: Q4_1 only,
+ * and only then written or read). */
 ADIL_INLINE __m256 lg_gemv_step(const adil_tile *t, lg_kind kind, const uint8_t *w, int64_t b,
-                                const lg_gemv_act *p, __m256 acc) {
-    lg_token k = {_mm256_loadu_si256((const __m256i *)lg_act_qs(kind, t->act, b)), p->fix[b],
-                  _mm256_set1_ps(p->da[b]), kind == LG_Q4_1 ? lg_lane0(p->sa[b]) : _mm256_setzero_ps()};
+                                const __m256i *fix, const float *da, const float *sa, __m256 acc) {
+    lg_token k = {_mm256_loadu_si256((const __m256i *)lg_act_qs(kind, t->act, b)), fix[b],
+                  _mm256_set1_ps(da[b]), kind == LG_Q4_1 ? lg_lane0(sa[b]) : _mm256_setzero_ps()};
     lg_row row = lg_row_prep(kind, w, b);
     return lg_pair_step(kind, &row, &k, acc);
 }
@@ -180,22 +176,25 @@ ADIL_INLINE void lg_gemv(const adil_tile *t, lg_kind kind, adil_tile_core_fn one
         }
         return;
     }
-    lg_gemv_act p;
+    __m256i fix[LG_GEMV_MAX_BLOCKS]; /* 16 KiB: fits any thread's stack */
+    float da[LG_GEMV_MAX_BLOCKS], sa[LG_GEMV_MAX_BLOCKS];
     for (int64_t b = 0; b < nb; b++) {
-        p.fix[b] = lg_token_fix(kind, _mm256_loadu_si256((const __m256i *)lg_act_qs(kind, t->act, b)));
-        p.da[b] = simd_fp16(lg_act_d(kind, t->act, b));
-        p.sa[b] = kind == LG_Q4_1 ? lg_act_s(t->act, b) : 0.0f;
+        fix[b] = lg_token_fix(kind, _mm256_loadu_si256((const __m256i *)lg_act_qs(kind, t->act, b)));
+        da[b] = simd_fp16(lg_act_d(kind, t->act, b));
+        if (kind == LG_Q4_1) {
+            sa[b] = lg_act_s(t->act, b);
+        }
     }
     for (int64_t r = 0; r < t->n_rows; r++) {
         const uint8_t *w = t->w + (size_t)r * t->w_stride;
         __m256 acc[LG_CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
         int64_t b = 0;
         for (; b + LG_CHAINS <= nb; b += LG_CHAINS) {
-            acc[0] = lg_gemv_step(t, kind, w, b, &p, acc[0]);
-            acc[1] = lg_gemv_step(t, kind, w, b + 1, &p, acc[1]);
+            acc[0] = lg_gemv_step(t, kind, w, b, fix, da, sa, acc[0]);
+            acc[1] = lg_gemv_step(t, kind, w, b + 1, fix, da, sa, acc[1]);
         }
         if (b < nb) {
-            acc[0] = lg_gemv_step(t, kind, w, b, &p, acc[0]);
+            acc[0] = lg_gemv_step(t, kind, w, b, fix, da, sa, acc[0]);
         }
         t->y[r] = lg_finish(acc);
     }
