@@ -25,7 +25,6 @@ messages) are written back the same way.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import json
 import secrets
@@ -53,8 +52,8 @@ from .errors import (
 )
 from .generation import Stats, TokenLogprob
 from .messages import ChatMessage, ChatToolCall, Usage, normalize_messages
-from .sampling import Sampling
-from .timeouts import Deadline, Timeout
+from .sampling import Sampling, resolve_sampling
+from .timeouts import Deadline, Timeout, as_timeout
 from .tools import Tool, validate
 
 if TYPE_CHECKING:
@@ -338,6 +337,10 @@ def chat(
     ``Model.chat``): a :class:`ChatResponse`, or with ``stream=True`` a
     :class:`ChatStream` of content chunks whose ``response`` is known once
     it ended."""
+    # generate's own rules for these keywords, checked before anything is rendered
+    chosen = resolve_sampling(sampling, temperature=temperature, top_p=top_p, top_k=top_k,
+                              min_p=min_p, seed=seed, repeat_penalty=repeat_penalty)
+    limit = as_timeout(timeout)
     offered = _tools(tools)
     choice = _tool_choice(tool_choice, offered)
     active = offered if choice != "none" else ()
@@ -359,9 +362,7 @@ def chat(
     constraint = _constraint(model, active, forced)
     options: dict[str, Any] = {
         "max_tokens": _max_tokens(max_tokens, len(ids), info.context_length),
-        "sampling": _sampling(sampling, temperature=temperature, top_p=top_p, top_k=top_k,
-                              min_p=min_p, seed=seed, repeat_penalty=repeat_penalty),
-        "timeout": _timeout(timeout), "cancel": cancel, "stop": tuple(stops),
+        "sampling": chosen, "timeout": limit, "cancel": cancel, "stop": tuple(stops),
     }
     if schema is not None:
         options["schema"] = schema
@@ -434,25 +435,6 @@ def _max_tokens(max_tokens: int | None, n_prompt: int, context: int) -> int:
             f"max_tokens must be a positive int or None (to the end of the context), got "
             f"{max_tokens!r}")
     return max_tokens
-
-
-def _sampling(sampling: Sampling | None, **keywords: Any) -> Sampling:
-    """`sampling` (or the defaults) with the keywords given replacing its
-    fields: keywords win."""
-    if sampling is not None and not isinstance(sampling, Sampling):
-        raise InvalidArgumentError(f"sampling must be an adil.Sampling, got {sampling!r}")
-    changes = {k: v for k, v in keywords.items() if v is not None}
-    base = sampling if sampling is not None else Sampling()
-    return dataclasses.replace(base, **changes) if changes else base
-
-
-def _timeout(timeout: Timeout | float | None) -> Timeout | None:
-    if timeout is None or isinstance(timeout, Timeout):
-        return timeout
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-        raise InvalidArgumentError(
-            f"timeout must be an adil.Timeout or positive seconds, got {timeout!r}")
-    return Timeout(total=float(timeout))
 
 
 def _accepts(function: Any, name: str) -> bool:
