@@ -37,6 +37,7 @@ from .agent.syntax import (
     CALL_CLOSE,
     CALL_OPEN,
     RESULT_OPEN,
+    VisibleText,
     parse_envelope,
     result_block,
     split_calls,
@@ -462,7 +463,10 @@ class ChatStream(Iterator[ChatChunk]):
         self._n_prompt = n_prompt
         self._tools = {t.name: t for t in tools}
         self._forced = forced
-        self._splitter = _Splitter(active=bool(tools) and not forced)
+        # Content and tool-call text apart as pieces arrive (the Agent's
+        # TextDelta filter); None: everything is content, or (forced) a call.
+        self._visible = VisibleText() if tools and not forced else None
+        self._content: list[str] = []  # what the filter let through
         self._logprobs: list[TokenLogprob] = []
         self._has_logprobs = False
         self._response: ChatResponse | None = None
@@ -484,7 +488,7 @@ class ChatStream(Iterator[ChatChunk]):
             try:
                 piece = next(self._generation)
             except StopIteration:
-                tail = self._splitter.end()
+                tail = self._show(self._visible.end()) if self._visible is not None else ""
                 self._response = self._finish()
                 if tail:
                     return ChatChunk(tail)
@@ -498,10 +502,15 @@ class ChatStream(Iterator[ChatChunk]):
             if lps is not None:
                 self._has_logprobs = True
                 self._logprobs.extend(lps)
-            text = self._splitter.feed(piece.text)
+            text = piece.text if self._visible is None else self._show(
+                self._visible.feed(piece.text))
             if text:
                 return ChatChunk(text)
         raise StopIteration
+
+    def _show(self, text: str) -> str:
+        self._content.append(text)
+        return text
 
     def cancel(self) -> None:
         self._generation.cancel()
@@ -533,7 +542,7 @@ class ChatStream(Iterator[ChatChunk]):
             complete = [b for b in bodies if not _is_cut(b)]
             cut = cut or len(complete) < len(bodies)
             calls = tuple(self._call(b, text) for b in complete)
-            content = "".join(self._splitter.content)
+            content = "".join(self._content)
             if calls or cut:
                 content = content.strip() or None
         else:
@@ -578,59 +587,3 @@ def _finish_reason(stop_reason: str, calls: bool, cut: bool) -> FinishReason:
     if stop_reason == "max_tokens" or cut:
         return "length"
     return "tool_calls" if calls else "stop"
-
-
-class _Splitter:
-    """Separates content from tool-call text as pieces arrive: text that
-    may be the start of ``<tool_call>`` is held until it is known."""
-
-    def __init__(self, *, active: bool) -> None:
-        self.active = active
-        self.inside = False
-        self.held = ""
-        self.content: list[str] = []
-
-    def feed(self, text: str) -> str:
-        if not self.active:
-            self.content.append(text)
-            return text
-        buffer, self.held = self.held + text, ""
-        out: list[str] = []
-        while buffer:
-            if self.inside:
-                end = buffer.find(CALL_CLOSE)
-                if end < 0:  # keep what may be the start of the closing tag
-                    self.held = buffer[-(len(CALL_CLOSE) - 1):]
-                    break
-                buffer, self.inside = buffer[end + len(CALL_CLOSE):], False
-                continue
-            start = buffer.find(CALL_OPEN)
-            if start >= 0:
-                out.append(buffer[:start])
-                buffer, self.inside = buffer[start + len(CALL_OPEN):], True
-                continue
-            keep = _open_prefix(buffer)
-            out.append(buffer[:len(buffer) - keep])
-            self.held = buffer[len(buffer) - keep:]
-            break
-        emitted = "".join(out)
-        self.content.append(emitted)
-        return emitted
-
-    def end(self) -> str:
-        """The held text that turned out to be content (a lone ``<``); a
-        longer start of ``<tool_call>`` is a call cut off."""
-        held, self.held = self.held, ""
-        if self.inside or not held or len(held) >= 2:
-            return ""
-        self.content.append(held)
-        return held
-
-
-def _open_prefix(text: str) -> int:
-    """The length of the longest end of `text` that is a proper prefix of
-    ``<tool_call>``."""
-    for size in range(min(len(CALL_OPEN) - 1, len(text)), 0, -1):
-        if text.endswith(CALL_OPEN[:size]):
-            return size
-    return 0

@@ -199,8 +199,9 @@ def error_payload(code: str, message: str, location: str | None = None) -> str:
 
 
 class VisibleText:
-    """The text of a model turn as a person may see it while it streams:
-    everything outside ``<tool_call> ... </tool_call>``.  Text that may be
+    """The text of a model turn as a person may see it while it streams
+    (the Agent's TextDelta events, ``model.chat``'s stream chunks and its
+    content): everything outside ``<tool_call> ... </tool_call>``.  Text that may be
     the start of a tag is held back until the next piece tells.  At the
     end, a held back start of an opening tag of two characters or more is
     dropped (:func:`split_calls` reads it as a call that was cut off)."""
