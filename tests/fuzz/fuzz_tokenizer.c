@@ -1,5 +1,5 @@
 /*
- * fuzz_tokenizer.c — any text through four fixed tokenizers (text/tokenizer.h).
+ * fuzz_tokenizer.c — any text through five fixed tokenizers (text/tokenizer.h).
  *
  * The vocabularies are built once, in memory, the way a GGUF's
  * tokenizer.ggml.* arrays describe them:
@@ -9,10 +9,12 @@
  *   1  the same without the space prefix;
  *   2  byte-level BPE ("gpt2", pre "llama-bpe"): the 256 byte tokens, ranked
  *      merges that spell a word list, llama-3 control tokens, EOS added;
- *   3  the same vocabulary with the "qwen2" pre-tokenizer.
+ *   3  the same vocabulary with the "qwen2" pre-tokenizer;
+ *   4  the same vocabulary with the "smollm" pre-tokenizer.
  *
- * Input: byte 0 chooses the tokenizer (bits 0-1), parse_special (bit 2) and
- * add_bos (bits 3-4: -1, 0, 1, -1); the rest is the text.
+ * Input: byte 0 chooses the tokenizer (bits 0-1; 3 with bit 5 set is 4),
+ * parse_special (bit 2) and add_bos (bits 3-4: -1, 0, 1, -1); the rest is
+ * the text.
  *
  * Invariants per input:
  *  - tokenize succeeds; asking again with the room it asked for gives the
@@ -231,9 +233,9 @@ static void build_bpe(vocab *v, adil_tokenizer_desc *d) {
     d->n_merges = v->n_merges;
 }
 
-/* ---- the four tokenizers ------------------------------------------------------- */
+/* ---- the five tokenizers ------------------------------------------------------- */
 
-enum { N_TOKENIZERS = 4 };
+enum { N_TOKENIZERS = 5 };
 static vocab g_vocab[2];
 static adil_tokenizer *g_tok[N_TOKENIZERS];
 
@@ -269,6 +271,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     g_tok[1] = make(&g_vocab[0], spm, NULL, 0, -1);
     g_tok[2] = make(&g_vocab[1], bpe, "llama-bpe", -1, 1);
     g_tok[3] = make(&g_vocab[1], bpe, "qwen2", -1, -1);
+    g_tok[4] = make(&g_vocab[1], bpe, "smollm", -1, -1);
     return 0;
 }
 
@@ -406,7 +409,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) {
         return 0;
     }
-    const adil_tokenizer *tok = g_tok[data[0] & 3];
+    const int which = (data[0] & 3) == 3 && (data[0] & 0x20) ? 4 : data[0] & 3;
+    const adil_tokenizer *tok = g_tok[which];
     int32_t special = (data[0] >> 2) & 1;
     static const int32_t bos_modes[4] = {-1, 0, 1, -1};
     int32_t add_bos = bos_modes[(data[0] >> 3) & 3];

@@ -173,7 +173,8 @@ def write_gguf_seeds(out: Path) -> None:
 # ---- tokenizer ---------------------------------------------------------------------
 
 # (flags byte, text): flags bits 0-1 tokenizer (0/1 SentencePiece with/without
-# the space prefix, 2 llama-bpe, 3 qwen2), bit 2 parse_special, bits 3-4 add_bos.
+# the space prefix, 2 llama-bpe, 3 qwen2, or smollm with bit 5), bit 2
+# parse_special, bits 3-4 add_bos.
 TOKENIZER_SEEDS = {
     "spm_plain": (0x00, "Hello world, the model is tiny."),
     "spm_turns": (0x04, "<start_of_turn>user\nhello<end_of_turn>\n<start_of_turn>model\n"),
@@ -184,6 +185,7 @@ TOKENIZER_SEEDS = {
     "bpe_numbers": (0x02, "In 2024, 1234567 people don't say 'hello'... x==y"),
     "bpe_unicode": (0x1A, " caf\u00e9\t\u65e5\u672c\u8a9e\r\n\U0001F600<tool_call>"),
     "qwen_digits": (0x03, "12345 67 8 and 3.14159 they're 'we'll'"),
+    "smollm_digits": (0x23, "x 12345 it's IT'S a  b\n\n c ?! 3.14\t"),
 }
 TOKENIZER_BYTES_SEEDS = {
     "invalid_utf8": bytes([0x07])
