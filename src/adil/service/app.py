@@ -1,0 +1,266 @@
+"""The routing layer of ``adil serve``: requests, responses and the router.
+
+Route modules (the native routes in :mod:`adil.service.native`, the
+OpenAI-compatible ones in ``adil.service.openai_compat``) register async
+handlers on a :class:`Router`::
+
+    routes = Router()
+
+    async def tokenize(request: Request) -> Response:
+        body = request.json()                       # 400 on bad JSON / UTF-8
+        model = request.model                       # 503 while loading
+        tokens = await request.call(lambda: model.tokenize(body["text"]))
+        return Response.json({"tokens": tokens})
+
+    routes.add("POST", "/adil/v1/tokenize", tokenize)
+
+A handler raises an :class:`~adil.errors.AdilError` for an error response:
+the server turns it into the JSON error body and the status of
+:mod:`adil.service.errors_http` (OpenAI-style routes, ``openai=True``, also
+get ``"type"`` and ``"param"``).  Host, Origin, API-key checks, request ids,
+the body cap and deadlines are the server's; a handler sees a complete,
+permitted request.
+
+Operations that use the model's run slot (generate, logits, chat,
+completions) call :meth:`Request.take_slot` first: it answers ``busy`` at
+once when another request holds it; the server frees it when the response
+has been sent completely, a stream closed, or the client went away (after
+the handler's engine work has stopped).
+
+Disconnects: :attr:`Request.disconnected` is set when the client goes away
+(or its connection dropped); :meth:`Request.call` runs blocking engine work
+in a worker thread and calls its `cancel` callback on a disconnect, then
+waits for the work to stop.  A :class:`StreamingResponse`'s body iterator
+is closed (``aclose``) when the client goes away; its ``finally`` cancels the
+run and waits for the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from ..errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from ..engine import Model
+
+__all__ = [
+    "Handler",
+    "Request",
+    "Response",
+    "Route",
+    "Router",
+    "ServiceContext",
+    "StreamingResponse",
+]
+
+T = TypeVar("T")
+
+JSON_TYPE = "application/json"
+
+
+class ServiceContext(Protocol):
+    """What a handler may ask the server for (the server implements it)."""
+
+    @property
+    def model_name(self) -> str:
+        """The model's name as the service announces it (alias or file name)."""
+        ...
+
+    def ready_model(self) -> Model:
+        """The loaded model; raises ``ModelNotReadyError`` while it loads and
+        the load's error (status 503) after a failed load."""
+        ...
+
+    def components(self) -> dict[str, Any] | None:
+        """The component set for /health (None until the engine opened)."""
+        ...
+
+    def take_slot(self, request: Request) -> None:
+        """Reserve the run slot for `request` or raise ``BusyError``."""
+        ...
+
+
+@dataclass
+class Request:
+    """One complete HTTP request.  ``headers``: lower-case names, repeated
+    headers joined with ", "; ``query``: the last value of each parameter."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes
+    request_id: str
+    service: ServiceContext
+    disconnected: asyncio.Event = field(default_factory=asyncio.Event)
+    holds_slot: bool = False
+
+    def json(self) -> Any:
+        """The body as JSON; :class:`InvalidArgumentError` (400) for an
+        empty body, invalid UTF-8 or malformed JSON."""
+        if not self.body:
+            raise InvalidArgumentError("the request body is empty; send a JSON object")
+        try:
+            text = self.body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidArgumentError(
+                f"the request body is not valid UTF-8 (byte {exc.start})") from None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidArgumentError(f"the request body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise InvalidArgumentError("the request body nests too deeply") from None
+
+    def json_object(self) -> dict[str, Any]:
+        """:meth:`json`, which must be an object."""
+        value = self.json()
+        if not isinstance(value, dict):
+            raise InvalidArgumentError("the request body must be a JSON object")
+        return value
+
+    @property
+    def model(self) -> Model:
+        """The loaded model (503 ``model_not_ready`` or the load's error
+        otherwise)."""
+        return self.service.ready_model()
+
+    def take_slot(self) -> None:
+        """Reserve the model's run slot for this request, or raise
+        ``BusyError`` (503, Retry-After) at once.  Freed by the server when
+        this request's response is done."""
+        if not self.holds_slot:
+            self.service.take_slot(self)
+
+    async def call(self, work: Callable[[], T], *,
+                   cancel: Callable[[], None] | None = None) -> T:
+        """``work()`` in a worker thread (the event loop never blocks).  When
+        the client disconnects meanwhile, ``cancel()`` is called (from the
+        loop thread; it must be thread-safe, e.g. a CancelToken's or a
+        Generation's cancel) and the call still waits for `work` to end
+        before returning or raising, so the engine has stopped."""
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(None, work)
+        if cancel is None:
+            return await asyncio.shield(future)
+        gone = asyncio.ensure_future(self.disconnected.wait())
+        waiters: set[asyncio.Future[Any]] = {future, gone}
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            if not future.done():
+                cancel()
+            # Shielded: a cancelled handler task must not leave the engine busy.
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancel()
+            await asyncio.wait({future})
+            raise
+        finally:
+            gone.cancel()
+
+
+@dataclass
+class Response:
+    """A complete response (``headers``: extra headers as name/value pairs)."""
+
+    body: bytes = b""
+    status: int = 200
+    media_type: str = JSON_TYPE
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def json(cls, value: Any, *, status: int = 200,
+             headers: Iterable[tuple[str, str]] = ()) -> Response:
+        """A JSON response (UTF-8, no NaN: a NaN or infinity becomes null
+        upstream, see :func:`to_json_bytes`)."""
+        return cls(to_json_bytes(value), status, JSON_TYPE, list(headers))
+
+
+@dataclass
+class StreamingResponse:
+    """A response whose body comes from `body` chunk by chunk (``text/
+    event-stream`` by default, sent chunked).  When no chunk came for
+    ``ping_interval`` seconds, ``ping`` is sent (an SSE comment) to keep
+    proxies open; ``ping=None`` disables it.  `body` is closed (``aclose``)
+    when the client goes away, and in every case before the slot is freed."""
+
+    body: AsyncIterator[bytes]
+    status: int = 200
+    media_type: str = "text/event-stream"
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    ping: bytes | None = b": ping\n\n"
+    ping_interval: float = 10.0
+
+
+Handler = Callable[[Request], Awaitable[Response | StreamingResponse]]
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    handler: Handler
+    openai: bool  # error bodies carry "type" and "param" (OpenAI's shape)
+
+
+class Router:
+    """Exact-path routes: ``add("POST", "/v1/chat/completions", handler)``.
+    An unknown path is 404, a known path with another method 405."""
+
+    def __init__(self) -> None:
+        self._routes: dict[tuple[str, str], Route] = {}
+
+    def add(self, method: str, path: str, handler: Handler, *,
+            openai: bool | None = None) -> None:
+        """Register `handler`; `openai` (default: path starts with ``/v1/``)
+        selects OpenAI-shaped error bodies."""
+        method = method.upper()
+        if (method, path) in self._routes:
+            raise InvalidArgumentError(f"route {method} {path} is already registered")
+        if openai is None:
+            openai = path.startswith("/v1/")
+        self._routes[(method, path)] = Route(method, path, handler, openai)
+
+    def include(self, other: Router) -> None:
+        """Add every route of `other`."""
+        for route in other.routes():
+            self.add(route.method, route.path, route.handler, openai=route.openai)
+
+    def routes(self) -> list[Route]:
+        return list(self._routes.values())
+
+    def find(self, method: str, path: str) -> Route | None:
+        return self._routes.get((method.upper(), path))
+
+    def methods(self, path: str) -> list[str]:
+        """The methods registered for `path` (empty: no such path)."""
+        return sorted(m for (m, p) in self._routes if p == path)
+
+
+def to_json_bytes(value: Any) -> bytes:
+    """Compact UTF-8 JSON; NaN and infinities (logprobs of forced tokens)
+    become null, since JSON has no such numbers."""
+    return json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def sse_event(data: Any, event: str | None = None) -> bytes:
+    """One server-sent event: ``event: NAME`` (when given) and ``data:`` with
+    `data` as compact JSON (a str is sent as is, e.g. ``[DONE]``)."""
+    payload = data if isinstance(data, str) else to_json_bytes(data).decode("utf-8")
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
