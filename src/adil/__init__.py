@@ -17,6 +17,7 @@ from ._binding import ENGINE_LIBRARY, STUB_LIBRARY
 from .agent import Agent, AgentHandle, DisplayField, Proposal, RunOutcome, ToolCall
 from .cancel import CancelToken
 from .chat_api import ChatChunk, ChatResponse, ChatStream
+from .client import Client
 from .engine import Engine, EngineInfo, Model, ModelInfo
 from .errors import (
     AdilError,
@@ -56,6 +57,7 @@ __all__ = [
     "ChatResponse",
     "ChatStream",
     "ChatToolCall",
+    "Client",
     "Completion",
     "ComponentRefusedError",
     "ContextLengthError",

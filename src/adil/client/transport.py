@@ -1,0 +1,389 @@
+"""The HTTP transport of :class:`adil.Client`: one httpx client, the
+deadlines httpx does not have, retries, and errors mapped onto
+:mod:`adil.errors`.
+
+Deadlines.  ``connect`` and ``read`` become httpx's connect and read
+timeouts, each cut down to what is left of ``total``.  httpx has no total
+timeout, so a streamed response is watched by a small watchdog thread of its
+own: when the total deadline passes (or the request's cancel token is set)
+it shuts the socket down, which wakes the reading thread at once, and the
+server, seeing the connection close, cancels exactly that run.  The same
+reader notices a read deadline across the server's ``: ping`` comments (a
+ping is not a token).
+
+Retries (:class:`adil.retry.RetryPolicy`): only busy, model not ready and a
+refused connection, only before a response body was read — a stream that
+delivered a piece is never retried — and never past the total deadline.
+
+Errors.  An error response ``{"error": {"code", "message", "request_id",
+"status"}}`` becomes the class of its code (:func:`adil.errors.error_for_code`)
+with ``.status`` and ``.request_id``; a refused connection is
+``ServiceConnectionError(refused=True)``, any other transport failure
+(a connection dropped mid-stream) ``ServiceConnectionError``; timeouts are
+``DeadlineError`` with ``limit`` ``connect``, ``read`` or ``total``.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+from ..errors import (
+    AdilError,
+    ComponentRefusedError,
+    DeadlineError,
+    DeadlineLimit,
+    InvalidArgumentError,
+    OutputValidationError,
+    ServiceConnectionError,
+    error_for_code,
+)
+from ..retry import RetryPolicy
+from ..timeouts import Deadline, Timeout
+
+__all__ = ["AbortReason", "Event", "EventStream", "Stopped", "Transport", "error_from_body"]
+
+AbortReason = Literal["total", "read", "cancelled", "closed"]
+# A timeout that expires this close to the total deadline counts as the total.
+_SLACK = 0.005
+# How often the watchdog looks at a cancel token that cannot call it back.
+_POLL = 0.05
+
+
+@dataclass(frozen=True)
+class Event:
+    """One server-sent event: its name (``message`` when unnamed) and data."""
+
+    name: str
+    data: str
+
+
+def error_from_body(body: Any, status: int | None, request_id: str | None) -> AdilError:
+    """The SDK error for an error object ``{"error": {...}}`` (or the inner
+    object itself), falling back to the HTTP status when there is no code."""
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(inner, dict):
+        inner = {"message": str(body) if body else ""}
+    code = inner.get("code") or inner.get("type")
+    message = str(inner.get("message") or f"HTTP {status}")
+    rid = inner.get("request_id") if isinstance(inner.get("request_id"), str) else request_id
+    status = inner["status"] if isinstance(inner.get("status"), int) else status
+    cls = error_for_code(code) if isinstance(code, str) else AdilError
+    common: dict[str, Any] = {"status": status, "request_id": rid}
+    if cls is ComponentRefusedError:
+        if code == "host_refused":
+            return ComponentRefusedError(message, code="host_refused", **common)
+        return ComponentRefusedError(message, code="library_refused", **common)
+    if cls is DeadlineError:
+        limit = inner.get("limit")
+        return DeadlineError(message, limit=limit if limit in ("connect", "read") else "total",
+                             **common)
+    if cls is OutputValidationError:
+        location, text = inner.get("location"), inner.get("text")
+        return OutputValidationError(
+            message, location=location if isinstance(location, str) else None,
+            text=text if isinstance(text, str) else None, **common)
+    if cls is AdilError and isinstance(code, str):
+        return AdilError(f"{message} (code {code})", **common)
+    return cls(message, **common)
+
+
+def _refused(exc: BaseException) -> bool:
+    """True when `exc` (or what caused it) is a refused TCP connection."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        if isinstance(current, OSError) and current.errno == errno.ECONNREFUSED:
+            return True
+        current = current.__cause__ or current.__context__
+    return "connection refused" in str(exc).lower()
+
+
+class Transport:
+    """One service's base URL, headers, default timeout and retry policy."""
+
+    def __init__(self, base_url: str, *, timeout: Timeout, retry: RetryPolicy | None,
+                 headers: Mapping[str, str]) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.retry = retry
+        self._http = httpx.Client(base_url=self.base_url, headers=dict(headers),
+                                  follow_redirects=False, trust_env=False)
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- deadlines ------------------------------------------------------
+    def deadline(self, timeout: Timeout | None) -> Deadline:
+        """A running clock for one call: the client's timeout with the
+        call's fields replaced."""
+        return Deadline.start(self.timeout.merged(timeout))
+
+    @staticmethod
+    def _httpx_timeout(deadline: Deadline) -> httpx.Timeout:
+        limits = deadline.timeout
+        connect = deadline.bounded(limits.connect)
+        read = deadline.bounded(limits.read)
+        return httpx.Timeout(connect=connect, read=read, write=read, pool=connect)
+
+    @staticmethod
+    def _deadline_error(limit: DeadlineLimit, deadline: Deadline,
+                        cause: BaseException | None = None) -> DeadlineError:
+        left = deadline.remaining()
+        if left is not None and left <= _SLACK:
+            limit = "total"
+        seconds = getattr(deadline.timeout, limit)
+        error = DeadlineError(f"{limit} timeout of {seconds} s expired", limit=limit)
+        error.__cause__ = cause
+        return error
+
+    # -- one attempt ----------------------------------------------------
+    def _send(self, method: str, path: str, body: Any, deadline: Deadline) -> httpx.Response:
+        """Sends one request and returns its response with the head read and
+        the body not; an error status raises its error (body read)."""
+        deadline.check()
+        try:
+            content = None if body is None else json.dumps(body, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError(f"the request is not JSON-serialisable: {exc}") from exc
+        headers = {} if content is None else {"content-type": "application/json"}
+        request = self._http.build_request(method, path, content=content, headers=headers,
+                                           timeout=self._httpx_timeout(deadline))
+        try:
+            response = self._http.send(request, stream=True)
+        except httpx.ConnectTimeout as exc:
+            raise self._deadline_error("connect", deadline, exc) from exc
+        except httpx.PoolTimeout as exc:
+            raise self._deadline_error("connect", deadline, exc) from exc
+        except httpx.TimeoutException as exc:
+            raise self._deadline_error("read", deadline, exc) from exc
+        except httpx.ConnectError as exc:
+            refused = _refused(exc)
+            what = "refused" if refused else "failed"
+            raise ServiceConnectionError(f"connecting to {self.base_url} {what}: {exc}",
+                                         refused=refused) from exc
+        except httpx.TransportError as exc:
+            raise ServiceConnectionError(
+                f"the connection to {self.base_url} failed: {exc}") from exc
+        if response.status_code >= 400:
+            raise self._error_response(response, deadline)
+        return response
+
+    def _error_response(self, response: httpx.Response, deadline: Deadline) -> AdilError:
+        rid = response.headers.get("x-request-id")
+        try:
+            response.read()
+        except httpx.TimeoutException as exc:
+            return self._deadline_error("read", deadline, exc)
+        except httpx.TransportError as exc:
+            return ServiceConnectionError(f"the connection dropped: {exc}", request_id=rid)
+        finally:
+            response.close()
+        try:
+            body: Any = json.loads(response.content)
+        except ValueError:
+            body = response.text[:200]
+        return error_from_body(body, response.status_code, rid)
+
+    def _attempts(self, attempt: Callable[[], Any], deadline: Deadline,
+                  should_stop: Callable[[], bool] | None) -> Any:
+        if self.retry is None:
+            return attempt()
+        return self.retry.call(attempt, deadline=deadline, should_stop=should_stop)
+
+    # -- requests -------------------------------------------------------
+    def request(self, method: str, path: str, body: Any = None, *,
+                timeout: Timeout | None = None) -> Any:
+        """One JSON request (retried as the policy says): the response's JSON."""
+        deadline = self.deadline(timeout)
+
+        def attempt() -> Any:
+            response = self._send(method, path, body, deadline)
+            try:
+                response.read()
+            except httpx.TimeoutException as exc:
+                raise self._deadline_error("read", deadline, exc) from exc
+            except httpx.TransportError as exc:
+                raise ServiceConnectionError(
+                    f"the connection dropped: {exc}",
+                    request_id=response.headers.get("x-request-id")) from exc
+            finally:
+                response.close()
+            try:
+                return json.loads(response.content)
+            except ValueError as exc:
+                raise ServiceConnectionError(
+                    f"{path}: the service answered with something that is not JSON",
+                    status=response.status_code,
+                    request_id=response.headers.get("x-request-id")) from exc
+
+        return self._attempts(attempt, deadline, None)
+
+    def stream(self, path: str, body: Any, deadline: Deadline, *,
+               cancel: Any = None) -> EventStream:
+        """A POST whose response is a stream of server-sent events, once its
+        head arrived (busy, not ready and refused retried before that)."""
+        should_stop = None if cancel is None else cancel.cancelled
+
+        def attempt() -> EventStream:
+            return EventStream(self._send("POST", path, body, deadline), deadline, cancel)
+
+        stream: EventStream = self._attempts(attempt, deadline, should_stop)
+        return stream
+
+
+class EventStream:
+    """The events of one streamed response, read under the call's deadlines;
+    ``abort()`` (any thread) ends it at once."""
+
+    def __init__(self, response: httpx.Response, deadline: Deadline, cancel: Any) -> None:
+        self.response = response
+        self.request_id: str | None = response.headers.get("x-request-id")
+        self.deadline = deadline
+        self.reason: AbortReason | None = None
+        self._cancel = cancel
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._done = False
+        self._lines: Iterator[str] = response.iter_lines()
+        self._socket = _socket_of(response)
+        self._remove = _subscribe(cancel, self._wake.set)
+        self._watchdog: threading.Thread | None = None
+        if deadline.timeout.total is not None or cancel is not None:
+            self._watchdog = threading.Thread(target=self._watch, daemon=True,
+                                              name="adil-client-watchdog")
+            self._watchdog.start()
+
+    # -- ending -----------------------------------------------------------
+    def abort(self, reason: AbortReason) -> None:
+        """Ends the stream: shuts the socket down (a blocked read returns at
+        once); the server sees the connection close and cancels the run."""
+        with self._lock:
+            if self.reason is not None or self._done:
+                return
+            self.reason = reason
+            sock = self._socket
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._wake.set()
+
+    def close(self) -> None:
+        """Stops the watchdog and frees the connection (idempotent)."""
+        with self._lock:
+            already = self._done
+            self._done = True
+        self._wake.set()
+        if already:
+            return
+        self._remove()
+        self.response.close()
+
+    def _watch(self) -> None:
+        polling = self._cancel is not None and not hasattr(self._cancel, "add_callback")
+        while True:
+            with self._lock:
+                if self._done or self.reason is not None:
+                    return
+            if self._cancel is not None and self._cancel.cancelled():
+                self.abort("cancelled")
+                return
+            left = self.deadline.remaining()
+            if left is not None and left <= 0:
+                self.abort("total")
+                return
+            wait = left
+            if polling:
+                wait = _POLL if wait is None else min(wait, _POLL)
+            self._wake.wait(wait)
+            self._wake.clear()
+
+    # -- reading ----------------------------------------------------------
+    def next_event(self) -> Event | None:
+        """The next event, or None at the end of the stream.  Raises
+        DeadlineError (read or total), ServiceConnectionError (dropped)."""
+        name, last = "message", self.deadline.clock()
+        data: list[str] = []
+        read_limit = self.deadline.timeout.read
+        while True:
+            try:
+                line = next(self._lines)
+            except StopIteration:
+                self._check_aborted(None)
+                if data:
+                    return Event(name, "\n".join(data))
+                return None
+            except httpx.TimeoutException as exc:
+                self._check_aborted(exc)
+                raise Transport._deadline_error("read", self.deadline, exc) from exc
+            except (httpx.TransportError, httpx.StreamError) as exc:
+                self._check_aborted(exc)
+                raise ServiceConnectionError(
+                    f"the connection dropped mid-stream: {exc}", request_id=self.request_id
+                ) from exc
+            if self.reason is not None:
+                self._check_aborted(None)
+            if line == "":
+                if data:
+                    return Event(name, "\n".join(data))
+                name = "message"
+                continue
+            if line.startswith(":"):  # a ping: not a token, the read clock runs on
+                if read_limit is not None and self.deadline.clock() - last > read_limit:
+                    self.abort("read")
+                    self._check_aborted(None)
+                continue
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "event":
+                name = value
+            elif field == "data":
+                data.append(value)
+
+    def _check_aborted(self, cause: BaseException | None) -> None:
+        """Raises what an abort stands for; returns when not aborted (or
+        cancelled/closed: the caller ends the stream quietly)."""
+        reason = self.reason
+        if reason is None:
+            return
+        if reason in ("total", "read"):
+            error = Transport._deadline_error(reason, self.deadline, cause)
+            error.request_id = self.request_id
+            raise error
+        raise Stopped(reason)
+
+
+class Stopped(Exception):
+    """The stream was cancelled or closed on purpose."""
+
+    def __init__(self, reason: AbortReason) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _socket_of(response: httpx.Response) -> socket.socket | None:
+    stream = response.extensions.get("network_stream")
+    get = getattr(stream, "get_extra_info", None)
+    sock = get("socket") if callable(get) else None
+    return sock if isinstance(sock, socket.socket) else None
+
+
+def _subscribe(cancel: Any, wake: Callable[[], None]) -> Callable[[], None]:
+    """Asks `cancel` to call `wake` when set, if it can; returns the undo."""
+    add = getattr(cancel, "add_callback", None)
+    if not callable(add):
+        return lambda: None
+    remove: Callable[[], None] = add(wake)
+    return remove
