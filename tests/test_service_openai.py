@@ -1,0 +1,328 @@
+"""The OpenAI-compatible routes (adil.service.openai_compat): request JSON
+read into model.chat / model.generate keywords (400 naming the field, 501
+for what the service does not do), answers in OpenAI's shapes, SSE framing;
+the routes served by adil.service.Server on the stub, driven with the
+official ``openai`` client and raw httpx; one end-to-end check on
+SmolLM2-135M-Instruct."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import adil
+from adil.chat_api import ChatResponse
+from adil.generation import Stats, TokenLogprob
+from adil.messages import ChatMessage, ChatToolCall, Usage
+from adil.service.app import Request, Response, StreamingResponse
+from adil.service.openai_compat import (
+    ChatChunks,
+    chat_json,
+    chat_request,
+    completion_json,
+    completion_request,
+    models_json,
+    routes,
+)
+
+WriteScript = Callable[..., str]
+USER = [{"role": "user", "content": "Weather in Oslo?"}]
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"], "additionalProperties": False}}}
+CALL_TURN = {"text": "Checking. ", "tool_call": {"name": "get_weather",
+                                                 "arguments": {"city": "Oslo"}}}
+CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}},
+               "required": ["city"], "additionalProperties": False}
+
+
+# -- reading requests -------------------------------------------------------------
+
+def test_a_chat_request_becomes_chat_keywords() -> None:
+    call = chat_request({
+        "model": "m", "messages": USER, "temperature": 0, "top_p": 0.5, "seed": -1,
+        "max_tokens": 9, "stop": "\n", "logprobs": True, "top_logprobs": 3,
+        "tools": [WEATHER], "tool_choice": "required", "stream": True,
+        "stream_options": {"include_usage": True}, "user": "u", "n": 1, "top_k": 5,
+        "frequency_penalty": 0, "logit_bias": {}})
+    assert call.kwargs == {
+        "messages": USER, "temperature": 0.0, "top_p": 0.5, "seed": 2**64 - 1, "max_tokens": 9,
+        "stop": ["\n"], "logprobs": 3, "tools": [WEATHER], "tool_choice": "required",
+        "top_k": 5}
+    assert (call.model, call.stream, call.include_usage, call.logprobs) == ("m", True, True, True)
+    # max_completion_tokens wins over the older max_tokens
+    assert chat_request({"messages": USER, "max_tokens": 3,
+                         "max_completion_tokens": 4}).kwargs["max_tokens"] == 4
+    assert chat_request({"messages": USER, "logprobs": True}).kwargs["logprobs"] == 0
+
+
+def test_response_formats_become_schemas() -> None:
+    def schema(fmt: Any) -> Any:
+        return chat_request({"messages": USER, "response_format": fmt}).kwargs.get("schema")
+
+    assert schema({"type": "text"}) is None
+    assert schema({"type": "json_object"}) == {"type": "object"}
+    assert schema({"type": "json_schema", "json_schema": {
+        "name": "city", "strict": True, "schema": CITY_SCHEMA}}) == CITY_SCHEMA
+
+
+def test_openai_message_forms_are_made_plain() -> None:
+    messages = chat_request({"messages": [
+        {"role": "developer", "content": [{"type": "text", "text": "Be "},
+                                          {"type": "text", "text": "brief."}]},
+        {"role": "assistant", "content": None, "refusal": None, "audio": None,
+         "function_call": None, "annotations": [],
+         "tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                         "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "1"},
+    ]}).kwargs["messages"]
+    assert messages == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c1", "type": "function",
+                         "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "1"}]
+
+
+@pytest.mark.parametrize(("body", "match"), [
+    ([], "must be a JSON object"),
+    ({}, "messages is missing"),
+    ({"messages": "hi"}, "messages must be a list"),
+    ({"messages": USER, "colour": 1}, "unknown field 'colour'"),
+    ({"messages": USER, "temperature": "hot"}, "temperature must be a number"),
+    ({"messages": USER, "temperature": True}, "temperature must be a number"),
+    ({"messages": USER, "max_tokens": 0}, "max_tokens must be >= 1"),
+    ({"messages": USER, "max_tokens": 2.5}, "max_tokens must be an integer"),
+    ({"messages": USER, "seed": "1"}, "seed must be an integer"),
+    ({"messages": USER, "stop": [1]}, "stop must be a string or a list"),
+    ({"messages": USER, "stream": "yes"}, "stream must be true or false"),
+    ({"messages": USER, "top_logprobs": 2}, "top_logprobs needs logprobs"),
+    ({"messages": USER, "logprobs": True, "top_logprobs": 21}, r"top_logprobs must be in 0\.\.20"),
+    ({"messages": USER, "response_format": {"type": "xml"}}, "response_format.type"),
+    ({"messages": USER, "response_format": {"type": "json_schema"}},
+     "response_format.json_schema must be"),
+    ({"messages": USER, "response_format": {"type": "json_schema",
+                                            "json_schema": {"schema": []}}},
+     "response_format.json_schema.schema"),
+    ({"messages": USER, "tools": {}}, "tools must be a list"),
+    ({"messages": USER, "tool_choice": 3}, "tool_choice must be"),
+    ({"messages": USER, "model": 3}, "model must be a string"),
+    ({"messages": USER, "stream_options": {"include_usage": 1}}, "include_usage"),
+    ({"messages": [{"role": "user", "content": [{"type": "txt"}]}]},
+     r"messages\[0\]\.content\[0\] must be"),
+])
+def test_bad_chat_requests_name_the_field(body: Any, match: str) -> None:
+    with pytest.raises(adil.InvalidArgumentError, match=match):
+        chat_request(body)
+
+
+@pytest.mark.parametrize(("body", "match"), [
+    ({"messages": USER, "n": 2}, "n=2"),
+    ({"messages": USER, "presence_penalty": 0.5}, "presence_penalty"),
+    ({"messages": USER, "logit_bias": {"1": 5}}, "logit_bias"),
+    ({"messages": USER, "audio": {"voice": "x"}}, "audio"),
+    ({"messages": USER, "modalities": ["text", "audio"]}, "modalities"),
+    ({"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "x"}}]}]}, "image_url"),
+])
+def test_what_the_service_does_not_do_is_501(body: Any, match: str) -> None:
+    with pytest.raises(adil.CapabilityError, match=match):
+        chat_request(body)
+
+
+def test_completion_requests() -> None:
+    call = completion_request({"model": "m", "prompt": "Once", "max_tokens": 5, "logprobs": 2,
+                               "stop": ["."], "temperature": 0, "best_of": 1, "suffix": None})
+    assert (call.prompt, call.kwargs, call.logprobs) == (
+        "Once", {"temperature": 0.0, "stop": ["."], "max_tokens": 5, "logprobs": 2}, 2)
+    assert completion_request({"prompt": ["Once"]}).kwargs == {"max_tokens": 16}
+    assert completion_request({"prompt": [[1, 2]]}).prompt == [1, 2]
+    assert completion_request({"prompt": [1, 2], "echo": True}).echo
+    for body, match in [({}, "prompt is missing"), ({"prompt": 3}, "prompt must be"),
+                        ({"prompt": []}, "prompt must be"), ({"prompt": [True]}, "prompt must"),
+                        ({"prompt": "x", "logprobs": 21}, "logprobs must be in"),
+                        ({"prompt": "x", "messages": USER}, "unknown field 'messages'")]:
+        with pytest.raises(adil.InvalidArgumentError, match=match):
+            completion_request(body)
+    for body, match in [({"prompt": ["a", "b"]}, "2 prompts"), ({"prompt": "x", "n": 3}, "n=3"),
+                        ({"prompt": "x", "best_of": 2}, "best_of"),
+                        ({"prompt": "x", "suffix": "y"}, "suffix"),
+                        ({"prompt": "x", "echo": True, "logprobs": 1}, "echo")]:
+        with pytest.raises(adil.CapabilityError, match=match):
+            completion_request(body)
+
+
+# -- answers ----------------------------------------------------------------------
+
+LP = TokenLogprob(5, "Hé", -0.25, ((5, "Hé", -0.25), (6, "x", float("nan"))))
+
+
+def _response(content: str | None, calls: tuple[ChatToolCall, ...] = (),
+              reason: Any = "stop") -> ChatResponse:
+    return ChatResponse(ChatMessage("assistant", content, calls), reason, Usage(7, 3), Stats(),
+                        None, (LP,))
+
+
+def test_chat_json_has_openai_shape() -> None:
+    call = ChatToolCall("call_1", "get_weather", {"city": "Oslo"})
+    body = chat_json(_response(None, (call,), "tool_calls"), ident="chatcmpl-1", created=5,
+                     model="m", logprobs=True)
+    assert body == {
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 5, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "tool_calls",
+                     "message": {"role": "assistant", "content": None, "refusal": None,
+                                 "tool_calls": [{"id": "call_1", "type": "function",
+                                                 "function": {"name": "get_weather",
+                                                              "arguments": '{"city": "Oslo"}'}}]},
+                     "logprobs": {"refusal": None, "content": [{
+                         "token": "Hé", "logprob": -0.25, "bytes": [72, 195, 169],
+                         "top_logprobs": [
+                             {"token": "Hé", "logprob": -0.25, "bytes": [72, 195, 169]},
+                             {"token": "x", "logprob": LP.top[1][2], "bytes": [120]}]}]}}],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}
+    plain = chat_json(_response("Hi", reason="cancelled"), ident="i", created=0, model="m")
+    assert plain["choices"][0]["message"] == {"role": "assistant", "content": "Hi",
+                                              "refusal": None}
+    assert (plain["choices"][0]["logprobs"], plain["choices"][0]["finish_reason"]) == (
+        None, "stop")
+
+
+def test_chunks_have_openai_shape() -> None:
+    chunks = ChatChunks("chatcmpl-1", 5, "m")
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 5, "model": "m"}
+    assert chunks.start() == {**head, "choices": [
+        {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+         "finish_reason": None}]}
+    assert chunks.content("Hi")["choices"][0]["delta"] == {"content": "Hi"}
+    call = ChatToolCall("call_1", "f", {})
+    end = chunks.end(_response("Hi", (call,), "tool_calls"), include_usage=True)
+    assert [c["choices"] for c in end] == [
+        [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                                "function": {"name": "f", "arguments": "{}"}}]},
+          "logprobs": None, "finish_reason": None}],
+        [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "tool_calls"}],
+        []]
+    assert end[2]["usage"] == {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+    assert all(c["object"] == "chat.completion.chunk" for c in end)
+
+
+def test_completion_json_and_models() -> None:
+    body = completion_json(text="ab", stop_reason="max_tokens", n_prompt=2, n_generated=1,
+                           ident="cmpl-1", created=3, model="m", logprobs=(LP, LP), offset=4)
+    assert body["object"] == "text_completion"
+    assert body["choices"] == [{"text": "ab", "index": 0, "finish_reason": "length",
+                                "logprobs": {"tokens": ["Hé", "Hé"],
+                                             "token_logprobs": [-0.25, -0.25],
+                                             "top_logprobs": [{"Hé": -0.25, "x": LP.top[1][2]}] * 2,
+                                             "text_offset": [4, 6]}}]
+    assert body["usage"] == {"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3}
+    assert models_json("m") == {"object": "list", "data": [
+        {"id": "m", "object": "model", "created": 0, "owned_by": "adil"}]}
+
+
+# -- the handlers, called directly on the stub --------------------------------------
+
+class FakeService:
+    """The ServiceContext a handler sees, without a server."""
+
+    model_name = "stub-model"
+
+    def __init__(self, model: adil.Model) -> None:
+        self.model = model
+        self.slots = 0
+
+    def ready_model(self) -> adil.Model:
+        return self.model
+
+    def components(self) -> dict[str, Any] | None:
+        return None
+
+    def take_slot(self, request: Request) -> None:
+        self.slots += 1
+        request.holds_slot = True
+
+
+def _handle(model: adil.Model, method: str, path: str, body: Any = None
+            ) -> tuple[int, Any]:
+    """Runs the route's handler; a stream's body comes back as its list of
+    SSE data payloads (JSON read, "[DONE]" kept as text)."""
+    async def run() -> tuple[int, Any]:
+        route = routes.find(method, path)
+        assert route is not None
+        raw = b"" if body is None else json.dumps(body).encode()
+        request = Request(method, path, {}, {}, raw, "req_1", FakeService(model))
+        answer = await route.handler(request)
+        if isinstance(answer, Response):
+            return answer.status, json.loads(answer.body)
+        assert isinstance(answer, StreamingResponse)
+        data = b"".join([chunk async for chunk in answer.body]).decode()
+        return answer.status, _sse_payloads(data)
+
+    return asyncio.run(run())
+
+
+def _sse_payloads(text: str) -> list[Any]:
+    assert text.endswith("\n\n")
+    out: list[Any] = []
+    for event in text[:-2].split("\n\n"):
+        lines = event.split("\n")
+        assert len(lines) == 1 and lines[0].startswith("data: "), event
+        payload = lines[0][len("data: "):]
+        out.append(payload if payload == "[DONE]" else json.loads(payload))
+    return out
+
+
+def test_handlers_on_the_stub(stub_engine: adil.Engine, write_script: WriteScript) -> None:
+    model = stub_engine.load_model(write_script({"turns": [
+        {"text": "Hello there."}, CALL_TURN, {"text": "One. Two."}, {"text": "Once upon"}]}))
+    status, body = _handle(model, "POST", "/v1/chat/completions",
+                           {"messages": USER, "model": "stub-model"})
+    assert status == 200 and body["choices"][0]["message"]["content"] == "Hello there."
+    assert body["id"].startswith("chatcmpl-") and body["model"] == "stub-model"
+    status, events = _handle(model, "POST", "/v1/chat/completions",
+                             {"messages": USER, "tools": [WEATHER], "stream": True})
+    assert events[-1] == "[DONE]"
+    text = "".join(e["choices"][0]["delta"].get("content", "") for e in events[:-1])
+    assert text == "Checking. "  # streamed as written; the message strips it
+    calls = [e["choices"][0]["delta"]["tool_calls"] for e in events[:-1]
+             if "tool_calls" in e["choices"][0]["delta"]]
+    assert calls[0][0]["function"] == {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
+    assert events[-2]["choices"][0]["finish_reason"] == "tool_calls"
+    status, body = _handle(model, "POST", "/v1/completions",
+                           {"prompt": "x", "stop": ". ", "max_tokens": 50})
+    assert (body["choices"][0]["text"], body["choices"][0]["finish_reason"]) == ("One", "stop")
+    status, events = _handle(model, "POST", "/v1/completions",
+                             {"prompt": "x", "max_tokens": 4, "stream": True, "echo": True,
+                              "stream_options": {"include_usage": True}})
+    assert "".join(e["choices"][0]["text"] for e in events[:-2]) == "xOnce"
+    assert events[-3]["choices"][0]["finish_reason"] == "length"
+    assert events[-2]["usage"]["completion_tokens"] == 4
+    assert _handle(model, "GET", "/v1/models")[1]["data"][0]["id"] == "stub-model"
+    with pytest.raises(adil.InvalidArgumentError, match="'gpt-4o' is not served here"):
+        _handle(model, "POST", "/v1/chat/completions", {"messages": USER, "model": "gpt-4o"})
+
+
+def test_an_error_after_the_stream_started_is_an_event(stub_engine: adil.Engine,
+                                                       write_script: WriteScript) -> None:
+    # The scripted text breaks the schema after its first characters.
+    model = stub_engine.load_model(write_script({"turns": [{"text": '{"town": 1}'}]}))
+    _, events = _handle(model, "POST", "/v1/chat/completions", {
+        "messages": USER, "stream": True,
+        "response_format": {"type": "json_schema", "json_schema": {"schema": CITY_SCHEMA}}})
+    error = events[-1]["error"]
+    assert (error["code"], error["type"], error["status"], error["request_id"]) == (
+        "output_validation_failed", "output_validation_failed", 422, "req_1")
+    assert "[DONE]" not in events
+
+
+def test_a_prefill_error_is_a_status_not_a_stream(stub_engine: adil.Engine,
+                                                   write_script: WriteScript) -> None:
+    model = stub_engine.load_model(write_script({"turns": [{"text": "x"}], "faults": [
+        {"on_call": 1, "status": "context_length"}]}))
+    with pytest.raises(adil.ContextLengthError):
+        _handle(model, "POST", "/v1/chat/completions", {"messages": USER, "stream": True})
