@@ -10,6 +10,10 @@
               [--temperature T] [--seed S]
     adil bench --model PATH|ALIAS [--threads N] [--prompt-tokens 512] [--gen-tokens 128]
                [--repetitions 5] [--schema FILE] [--json]
+    adil serve --model PATH|ALIAS [--library PATH] [--host 127.0.0.1] [--port 8765]
+               [--allow-origin ORIGIN ...] [--allow-host NAME ...] [--api-key KEY]
+               [--threads N] [--context-length N] [--max-body-bytes N]
+               [--i-know-this-is-public]
 
 --schema FILE: a JSON schema (the SDK's subset).  generate prints one valid
 document of it once complete (exit 2 with the error, e.g. output_validation_failed
@@ -346,6 +350,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="context window in tokens >= 1 (default: the model's)")
     _sampling_options(chat)
     chat.set_defaults(run=_chat)
+
+    from .service.serve_command import add_serve_parser
+
+    add_serve_parser(sub, positive, _non_empty)
     return parser
 
 
@@ -388,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.version:
         return _version(args)
     if args.command is None:
-        parser.error("a command is required (info, models, generate, bench, chat)")
+        parser.error("a command is required (info, models, generate, bench, chat, serve)")
     try:
         with warnings.catch_warnings():  # restores showwarning (main() may run in-process)
             warnings.showwarning = _show_warning

@@ -4,6 +4,7 @@ OpenAI-compatible ones).  See :mod:`adil.service.server`."""
 from __future__ import annotations
 
 from .app import Handler, Request, Response, Route, Router, StreamingResponse, sse_event
+from .server import Server
 
 __all__ = [
     "Handler",
@@ -11,6 +12,7 @@ __all__ = [
     "Response",
     "Route",
     "Router",
+    "Server",
     "StreamingResponse",
     "sse_event",
 ]

@@ -87,7 +87,8 @@ class Server:
             max_body_bytes=max_body_bytes, head_timeout=head_timeout, body_timeout=body_timeout,
             idle_timeout=idle_timeout, public=public, model_name=model_name)
         if not is_loopback(host):
-            log.warning("listening on %s: the model is reachable from other machines", host)
+            log.warning("warning: binding %s: anyone who can reach this machine can use the "
+                        "model%s", host, "" if api_key else " (no API key set)")
         self.host = ModelHost(self.config)
         self.router = default_router()
         if routes is not None:
