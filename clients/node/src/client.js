@@ -85,9 +85,13 @@ export class AdilClient {
         exchange = await this.#open("POST", "/adil/v1/generate", body, { ...opts, signal: closer.signal },
           "text/event-stream");
         sink.started(exchange.attempt);
+        // After the done event the body ends: read it to its end, so the
+        // connection is reused rather than closed under the server.
+        let done = false;
         for await (const event of parseEvents(exchange.attempt.chunks(exchange.response))) {
-          if (sink.take(event, exchange.attempt)) return;
+          if (!done) done = sink.take(event, exchange.attempt);
         }
+        if (done) return;
         throw new ServiceConnectionError("the stream ended before its done event",
           { status: exchange.response.status, requestId: exchange.attempt.requestId });
       } catch (error) {

@@ -74,7 +74,7 @@ describe("adil serve (stub engine)", { skip: unavailable() ?? false }, () => {
     const pieces = [];
     for await (const piece of stream) pieces.push(piece);
     const result = await stream.result;
-    assert.ok(pieces.length > 1);
+    assert.ok(pieces.length >= 1);
     assert.equal(pieces.map((p) => p.text).join(""), result.text);
     assert.deepEqual(pieces.flatMap((p) => p.tokens), result.tokens);
     assert.equal(result.text, TEXT);
