@@ -9,7 +9,7 @@
 //   ├── ModelNotReadyError          model_not_ready    (.retryAfter)
 //   ├── ContextLengthError          context_length_exceeded
 //   ├── CapabilityError             unsupported_capability
-//   ├── OutputValidationError       output_validation_failed (.text)
+//   ├── OutputValidationError       output_validation_failed (.text, .location)
 //   ├── BusyError                   busy               (.retryAfter)
 //   ├── PermissionDeniedError       permission_denied
 //   ├── ComponentRefusedError       library_refused | host_refused
@@ -67,7 +67,10 @@ export const ModelNotReadyError = defineError("ModelNotReadyError", "model_not_r
 export const ContextLengthError = defineError("ContextLengthError", "context_length_exceeded");
 export const CapabilityError = defineError("CapabilityError", "unsupported_capability");
 export const OutputValidationError = defineError("OutputValidationError", "output_validation_failed",
-  (error, fields) => { error.text = fields.details?.text ?? null; });
+  (error, fields) => {
+    error.text = fields.details?.text ?? null; // the output up to the failure
+    error.location = fields.details?.location ?? null; // where it broke the schema (a JSON pointer)
+  });
 export const BusyError = defineError("BusyError", "busy", retryAfter);
 export const PermissionDeniedError = defineError("PermissionDeniedError", "permission_denied");
 export const ComponentRefusedError = defineError("ComponentRefusedError", "library_refused");

@@ -1,0 +1,78 @@
+// The remaining error rows of the product page, from the real `adil serve`
+// on scripted stub engines: model not ready (then served on retry),
+// capability, output validation, host refusal.
+import assert from "node:assert/strict";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import {
+  AdilClient, AdilError, CapabilityError, ComponentRefusedError, ModelNotReadyError, OutputValidationError,
+} from "../src/index.js";
+import { startServe, unavailable } from "../testing/adil_serve.js";
+
+describe("adil serve error rows (stub engine)", { skip: unavailable() ?? false }, () => {
+  const servers = {};
+
+  before(async () => {
+    const library = (name) => path.join(process.env.ADIL_LIBRARY_DIR, `libadil_stub_${name}.so`);
+    const [notReady, capability, validation, refused] = await Promise.all([
+      startServe({ turns: [{ text: "ready now" }], faults: [{ not_ready_ms: 3000 }] }),
+      startServe({ turns: [{ text: "ok" }, { text: "ok" }], faults: [{ on_call: 1, status: "capability" }] }),
+      startServe({ turns: [{ text: "{\"a\": 1" }] }),
+      startServe({ turns: [{ text: "ok" }] }, ["--library", library("refuses_host")]),
+    ]);
+    Object.assign(servers, { notReady, capability, validation, refused });
+  });
+
+  after(async () => {
+    await Promise.all(Object.values(servers).map((server) => server.stop()));
+  });
+
+  test("model not ready: ModelNotReadyError 503 with Retry-After; served on retry", async () => {
+    const client = new AdilClient(servers.notReady.url);
+    await assert.rejects(client.generate("x"), (error) => {
+      assert.ok(error instanceof ModelNotReadyError, String(error));
+      assert.equal(error.code, "model_not_ready");
+      assert.equal(error.status, 503);
+      assert.equal(error.retryAfter, 1);
+      assert.ok(error.requestId);
+      return true;
+    });
+    const patient = new AdilClient(servers.notReady.url,
+      { retry: { maxRetries: 100, initialDelayMs: 100, maxDelayMs: 500 }, timeoutMs: { total: 20_000 } });
+    assert.equal((await patient.generate("x")).text, "ready now");
+  });
+
+  test("capability: CapabilityError 501", async () => {
+    const client = new AdilClient(servers.capability.url);
+    await assert.rejects(client.generate("x"), (error) => error instanceof CapabilityError
+      && error.code === "unsupported_capability" && error.status === 501 && Boolean(error.requestId));
+  });
+
+  test("output validation: OutputValidationError 422 with the text so far", async () => {
+    const client = new AdilClient(servers.validation.url);
+    const schema = { type: "object", properties: { a: { type: "integer" } }, required: ["a"] };
+    await assert.rejects(client.generate("x", { schema, maxTokens: 64 }), (error) => {
+      assert.ok(error instanceof OutputValidationError, String(error));
+      assert.equal(error.code, "output_validation_failed");
+      assert.equal(error.status, 422);
+      assert.equal(error.text, "{\"a\": 1");
+      assert.ok(error.requestId);
+      return true;
+    });
+  });
+
+  test("host refusal: health says failed; operations get host_refused 503", async () => {
+    const client = new AdilClient(servers.refused.url);
+    let health;
+    for (let i = 0; i < 200; i++) {
+      health = await client.health();
+      if (health.status !== "loading") break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(health.status, "failed");
+    assert.equal(health.error.code, "host_refused");
+    await assert.rejects(client.generate("x"), (error) => error instanceof ComponentRefusedError
+      && error instanceof AdilError && error.code === "host_refused" && error.status === 503);
+  });
+});
