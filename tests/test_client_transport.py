@@ -44,6 +44,7 @@ def test_refused_connection_is_a_refused_service_connection_error() -> None:
         client.health()
     assert info.value.refused is True
     assert info.value.code == "connection_error"
+    assert info.value.request_id  # the client's own id of the request
 
 
 def test_refused_connections_are_retried_within_the_total_deadline() -> None:
@@ -88,7 +89,7 @@ def test_connect_timeout_on_a_socket_that_never_accepts(blackhole: int) -> None:
                          timeout=adil.Timeout(connect=0.3, total=10))
     with pytest.raises(DeadlineError) as info:
         client.health()
-    assert info.value.limit == "connect"
+    assert info.value.limit == "connect" and info.value.request_id
 
 
 def test_connect_cut_by_the_total_deadline_is_a_total_timeout(blackhole: int) -> None:

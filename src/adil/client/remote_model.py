@@ -18,7 +18,7 @@ import dataclasses
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +35,7 @@ from ..timeouts import Deadline, Timeout, as_timeout
 from .transport import EventStream, Stopped, Transport, error_from_body
 
 if TYPE_CHECKING:
+    from ..chat_api import ChatResponse, ChatStream
     from ..constraints import Constraint
     from ..structured import OutputSchema
     from ..tools import Tool
@@ -226,6 +227,15 @@ class RemoteModel:
         }
         stream = self._transport.stream(GENERATE, body, deadline, cancel=cancel)
         return RemoteGeneration(stream, output)
+
+    def chat(self, messages: Any, **options: Any) -> ChatResponse | ChatStream:
+        """One assistant turn, as :meth:`adil.Model.chat` (the same keywords):
+        the conversation is rendered here with the service model's template
+        and generated over :meth:`generate`; tools come back as calls."""
+        from ..chat_api import chat
+
+        answer: ChatResponse | ChatStream = chat(cast(Any, self), messages, **options)
+        return answer
 
     def complete(self, prompt: str | Sequence[int] | npt.NDArray[np.int32],
                  **kwargs: Any) -> Completion:

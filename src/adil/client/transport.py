@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import errno
 import json
+import secrets
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -156,11 +157,29 @@ class Transport:
             content = None if body is None else json.dumps(body, ensure_ascii=False)
         except (TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"the request is not JSON-serialisable: {exc}") from exc
-        headers = {} if content is None else {"content-type": "application/json"}
+        # Our own id, so that an error before any answer (a timeout, a
+        # refused connection) names the request the service may have logged.
+        rid = "req_" + secrets.token_hex(12)
+        headers = {"x-request-id": rid}
+        if content is not None:
+            headers["content-type"] = "application/json"
         request = self._http.build_request(method, path, content=content, headers=headers,
                                            timeout=self._httpx_timeout(deadline))
         try:
-            response = self._http.send(request, stream=True)
+            return self._checked(self._open(request, deadline), deadline)
+        except AdilError as exc:
+            if exc.request_id is None:
+                exc.request_id = rid
+            raise
+
+    def _checked(self, response: httpx.Response, deadline: Deadline) -> httpx.Response:
+        if response.status_code >= 400:
+            raise self._error_response(response, deadline)
+        return response
+
+    def _open(self, request: httpx.Request, deadline: Deadline) -> httpx.Response:
+        try:
+            return self._http.send(request, stream=True)
         except httpx.ConnectTimeout as exc:
             raise self._deadline_error("connect", deadline, exc) from exc
         except httpx.PoolTimeout as exc:
@@ -175,9 +194,6 @@ class Transport:
         except httpx.TransportError as exc:
             raise ServiceConnectionError(
                 f"the connection to {self.base_url} failed: {exc}") from exc
-        if response.status_code >= 400:
-            raise self._error_response(response, deadline)
-        return response
 
     def _error_response(self, response: httpx.Response, deadline: Deadline) -> AdilError:
         rid = response.headers.get("x-request-id")
@@ -327,7 +343,9 @@ class EventStream:
                 return None
             except httpx.TimeoutException as exc:
                 self._check_aborted(exc)
-                raise Transport._deadline_error("read", self.deadline, exc) from exc
+                error = Transport._deadline_error("read", self.deadline, exc)
+                error.request_id = self.request_id
+                raise error from exc
             except (httpx.TransportError, httpx.StreamError) as exc:
                 self._check_aborted(exc)
                 raise ServiceConnectionError(

@@ -1,0 +1,297 @@
+"""adil.Client against adil.service.Server on the reference stub: every
+error row of the product page over HTTP, with ``.status`` and
+``.request_id``, deadlines and retries, and ``adil.Agent(client.model())``
+running a stub-scripted tool call with a confirmation unchanged."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import adil
+from adil.client import RemoteModel
+from adil.errors import (
+    BusyError,
+    CapabilityError,
+    ContextLengthError,
+    DeadlineError,
+    ModelNotReadyError,
+    OutputValidationError,
+    PermissionDeniedError,
+    ServiceConnectionError,
+)
+from adil.retry import RetryPolicy
+from adil.service.server import Server
+from adil.tools import Tool, ToolContext, tool
+
+SCRIPTS = Path(__file__).resolve().parent / "stub_scripts"
+FAST_RETRY = RetryPolicy(initial_delay=0.02, max_delay=0.1, max_retries=200)
+LONG_TEXT = "The quick brown fox jumps over the lazy dog. " * 10
+Serve = Callable[..., Server]
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Serve]:
+    """Starts a Server on the stub for a script (a dict, or a file of
+    tests/stub_scripts by name) on a free port; stopped after the test."""
+    servers: list[Server] = []
+
+    def start(script: dict[str, Any] | str, **options: Any) -> Server:
+        if isinstance(script, str):
+            path = SCRIPTS / script
+        else:
+            path = tmp_path / f"script{len(servers)}.json"
+            path.write_text(json.dumps(script), encoding="utf-8")
+        server = Server(str(path), library=str(adil.STUB_LIBRARY), port=0, **options)
+        servers.append(server)
+        server.start()
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def client_of(server: Server, **options: Any) -> adil.Client:
+    options.setdefault("timeout", adil.Timeout(connect=5, total=30))
+    options.setdefault("retry", None)
+    return adil.Client(server.url, **options)
+
+
+def slow(delay_ms: int = 50, text: str = LONG_TEXT, **more: Any) -> dict[str, Any]:
+    return {"turns": [{"text": text}] * 4, "token_delay_ms": delay_ms, **more}
+
+
+def test_generate_streams_pieces_and_reports_like_a_generation(serve: Serve) -> None:
+    server = serve({"turns": [{"text": "Hello there."}], "token_delay_ms": 0})
+    model = client_of(server).model()
+    assert "grammar" in model.capabilities
+    assert model.info.name and model.info.context_length > 0
+    generation = model.generate("hi", max_tokens=64)
+    pieces = [piece.text for piece in generation]
+    assert "".join(pieces) == generation.text == "Hello there."
+    assert generation.stop_reason == "end_of_text"
+    assert generation.stats.n_generated == len(generation.tokens) > 0
+    assert generation.request_id
+    assert model.detokenize(model.tokenize("abc", add_bos=False)) == "abc"
+
+
+def test_health_and_info(serve: Serve) -> None:
+    server = serve({"turns": [{"text": "x"}]})
+    client = client_of(server, retry=FAST_RETRY)
+    assert client.health()["components"]["abi_major"] == 2
+    assert client.info()["model"]["architecture"] == "stub"
+
+
+# -- errors by code, with status and request id --------------------------------
+
+
+def test_context_length(serve: Serve) -> None:
+    server = serve({"turns": [{"text": "x"}], "context_length": 32})
+    with pytest.raises(ContextLengthError) as info:
+        client_of(server).model().generate("y" * 100, max_tokens=4)
+    assert info.value.status == 400 and info.value.request_id
+
+
+def test_capability(serve: Serve) -> None:
+    server = serve({"turns": [{"text": "x"}]})
+    with pytest.raises(CapabilityError) as info:
+        client_of(server).model().logits([1, 2])  # the stub computes no logits
+    assert info.value.status == 501 and info.value.request_id
+
+
+def test_output_validation(serve: Serve) -> None:
+    server = serve({"turns": [{"text": "not a number"}]})
+    with pytest.raises(OutputValidationError) as info:
+        client_of(server).model().complete("x", max_tokens=20, schema={"type": "integer"})
+    assert info.value.status == 422 and info.value.request_id
+
+
+def test_api_key(serve: Serve) -> None:
+    server = serve({"turns": [{"text": "x"}]}, api_key="sesame")
+    for key in (None, "wrong"):
+        with pytest.raises(PermissionDeniedError) as info:
+            client_of(server, api_key=key).model().tokenize("a")
+        assert info.value.status == 401 and info.value.request_id
+    assert list(client_of(server, api_key="sesame").model().tokenize("a", add_bos=False)) == [97]
+
+
+@pytest.mark.parametrize("header", [{"host": "evil.example"},
+                                    {"origin": "http://evil.example"}])
+def test_forbidden_host_or_origin(serve: Serve, header: dict[str, str]) -> None:
+    server = serve({"turns": [{"text": "x"}]})
+    with pytest.raises(PermissionDeniedError) as info:
+        client_of(server, headers=header).model().generate("a")
+    assert info.value.status == 403 and info.value.request_id
+
+
+# -- one at a time, not ready, retries -------------------------------------------
+
+
+def test_busy_then_retry(serve: Serve) -> None:
+    server = serve(slow(20))
+    first = client_of(server).model().generate("a")
+    next(first)  # the first run holds the slot
+    with pytest.raises(BusyError) as info:
+        client_of(server).model().generate("b", max_tokens=4)
+    assert info.value.status == 503 and info.value.request_id
+    threading.Timer(0.3, first.close).start()
+    retried = client_of(server, retry=FAST_RETRY).model().complete("b", max_tokens=4)
+    assert len(retried.tokens) == 4
+
+
+def test_not_ready_then_retry(serve: Serve) -> None:
+    server = serve({"turns": [{"text": "Ready now."}], "faults": [{"not_ready_ms": 600}]})
+    with pytest.raises(ModelNotReadyError) as info:
+        client_of(server).model().generate("a", max_tokens=4)
+    assert info.value.status == 503 and info.value.request_id
+    done = client_of(server, retry=FAST_RETRY).model().complete("a", max_tokens=16)
+    assert done.text == "Ready now."
+
+
+def test_engine_busy_and_not_ready_are_retried(serve: Serve) -> None:
+    server = serve("busy_then_answer.json")
+    assert client_of(server, retry=FAST_RETRY).model().complete("a").text == "Ready now."
+
+
+def test_no_retry_past_the_total_deadline(serve: Serve) -> None:
+    server = serve({"turns": [{"text": "x"}], "faults": [{"not_ready_ms": 60000}]})
+    client = client_of(server, retry=FAST_RETRY, timeout=adil.Timeout(total=0.5))
+    with pytest.raises((ModelNotReadyError, DeadlineError)):
+        client.model().generate("a", max_tokens=4)
+
+
+def test_refused_then_retried_until_the_service_listens(serve: Serve, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = tmp_path / "late.json"
+    script.write_text(json.dumps({"turns": [{"text": "up"}]}), encoding="utf-8")
+    late = Server(str(script), library=str(adil.STUB_LIBRARY), port=port)
+    timer = threading.Timer(0.3, late.start)
+    timer.start()
+    try:
+        client = adil.Client(f"http://127.0.0.1:{port}", retry=FAST_RETRY,
+                             timeout=adil.Timeout(total=20))
+        assert client.model().complete("a").text == "up"
+    finally:
+        timer.join()
+        late.stop()
+
+
+# -- deadlines and cancellation ---------------------------------------------------
+
+
+def test_read_timeout(serve: Serve) -> None:
+    server = serve(slow(1500))
+    model = client_of(server, timeout=adil.Timeout(read=0.3, total=20)).model()
+    with pytest.raises(DeadlineError) as info:
+        model.complete("a", max_tokens=8)
+    assert info.value.limit == "read" and info.value.request_id
+    after = client_of(server, retry=FAST_RETRY, timeout=adil.Timeout(total=20))
+    assert after.model().tokenize("a") is not None
+
+
+def test_total_timeout_mid_stream_cancels_the_run_on_the_server(serve: Serve) -> None:
+    server = serve(slow(50))  # ~450 tokens: 20 s if it ran on
+    model = client_of(server, timeout=adil.Timeout(read=5, total=0.5)).model()
+    generation = model.generate("a", max_tokens=None)
+    pieces = []
+    with pytest.raises(DeadlineError) as info:
+        for piece in generation:
+            pieces.append(piece)
+    assert info.value.limit == "total" and pieces
+    assert generation.stop_reason == "deadline"
+    # the server cancelled that run: the next one is served long before it would have ended
+    after = client_of(server, retry=FAST_RETRY, timeout=adil.Timeout(total=8)).model()
+    assert len(after.complete("b", max_tokens=3).tokens) == 3
+
+
+def test_cancel_token_cancels_the_run_on_the_server(serve: Serve) -> None:
+    server = serve(slow(50))
+    model = client_of(server).model()
+    token = model.cancel_token()
+    generation = model.generate("a", max_tokens=None, cancel=token)
+    next(generation)
+    token.cancel()
+    list(generation)
+    assert generation.stop_reason == "cancelled"
+    after = client_of(server, retry=FAST_RETRY, timeout=adil.Timeout(total=8)).model()
+    assert len(after.complete("b", max_tokens=3).tokens) == 3
+
+
+SERVE_CHILD = """
+import sys, time
+from adil.service.server import Server
+server = Server(sys.argv[1], library=sys.argv[2], port=0)
+server.start()
+print(server.port, flush=True)
+time.sleep(120)
+"""
+
+
+def test_server_killed_mid_stream(tmp_path: Path) -> None:
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps(slow(50)), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen([sys.executable, "-c", SERVE_CHILD, str(script),
+                              str(adil.STUB_LIBRARY)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout is not None
+        port = int(child.stdout.readline())
+        model = adil.Client(f"http://127.0.0.1:{port}", retry=FAST_RETRY,
+                            timeout=adil.Timeout(total=30)).model()
+        generation = model.generate("a", max_tokens=None)
+        next(generation)
+        child.send_signal(signal.SIGKILL)
+        with pytest.raises(ServiceConnectionError) as info:
+            for _ in generation:
+                pass
+        assert info.value.refused is False
+        with pytest.raises(ServiceConnectionError) as refused:
+            adil.Client(f"http://127.0.0.1:{port}", retry=None).health()
+        assert refused.value.refused is True
+    finally:
+        child.kill()
+        child.wait()
+
+
+# -- the agent over the service ----------------------------------------------------
+
+
+def email_tool(sent: list[dict[str, Any]]) -> Tool:
+    @tool(effect="state_changing", sends_out=True, confirmation_required=True)
+    def send_email(to: str, subject: str, body: str, ctx: ToolContext) -> dict[str, Any]:
+        """Sends an email."""
+        sent.append({"to": to, "subject": subject, "by": ctx.confirmed_by})
+        return {"status": "sent"}
+
+    return send_email
+
+
+def test_agent_over_the_client_confirms_a_state_changing_call(serve: Serve) -> None:
+    server = serve("send_email.json")
+    model = client_of(server, retry=FAST_RETRY).model()
+    assert isinstance(model, RemoteModel)
+    sent: list[dict[str, Any]] = []
+    agent = adil.Agent(model, tools=[email_tool(sent)])
+    outcome = agent.run("Email Bob about lunch.")
+    assert outcome.status == "awaiting_confirmation", outcome
+    assert outcome.proposal is not None and outcome.proposal.tool == "send_email"
+    assert sent == []  # nothing runs before a person confirms
+    outcome.proposal.approve(confirmed_by="alice")
+    final = agent.resume(outcome.proposal)
+    assert final.status == "completed", final
+    assert sent == [{"to": "bob@example.com", "subject": "Lunch", "by": "alice"}]
+    assert final.text == "Done: the email is on its way."
