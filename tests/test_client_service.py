@@ -295,3 +295,34 @@ def test_agent_over_the_client_confirms_a_state_changing_call(serve: Serve) -> N
     assert final.status == "completed", final
     assert sent == [{"to": "bob@example.com", "subject": "Lunch", "by": "alice"}]
     assert final.text == "Done: the email is on its way."
+
+
+@tool(effect="read_only", display={"temp_c": "number", "city": "quoted_text"})
+def get_weather(city: str) -> dict[str, Any]:
+    """Current weather of a city.
+
+    Args:
+        city: The city name.
+    """
+    return {"temp_c": 21.5, "city": city}
+
+
+def test_agent_over_the_client_runs_a_read_only_tool_with_display_fields(serve: Serve) -> None:
+    server = serve("weather.json")
+    agent = adil.Agent(client_of(server, retry=FAST_RETRY).model(), tools=[get_weather])
+    outcome = agent.run("Weather in Oslo?")
+    assert outcome.status == "completed", outcome
+    assert [call.status for call in outcome.tool_calls] == ["completed"]
+    assert {f.name: f.value for f in outcome.display_fields} == {"temp_c": 21.5, "city": "Oslo"}
+
+
+def test_agent_cancel_over_the_client_cancels_the_run_on_the_server(serve: Serve) -> None:
+    server = serve(slow(50))
+    agent = adil.Agent(client_of(server).model(), tools=[get_weather])
+    streaming = threading.Event()
+    handle = agent.start("Talk.", on_event=lambda event: streaming.set())
+    assert streaming.wait(10)
+    agent.cancel()
+    assert handle.result(timeout=10).status == "cancelled"
+    after = client_of(server, retry=FAST_RETRY, timeout=adil.Timeout(total=8)).model()
+    assert len(after.complete("b", max_tokens=3).tokens) == 3

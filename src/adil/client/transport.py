@@ -289,11 +289,13 @@ class EventStream:
                 return
             self.reason = reason
             sock = self._socket
-        if sock is not None:
-            try:
+        try:
+            if sock is not None:
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            else:  # a transport that hides its socket: close what we can
+                self.response.close()
+        except (OSError, httpx.HTTPError):
+            pass
         self._wake.set()
 
     def close(self) -> None:
