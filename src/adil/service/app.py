@@ -84,6 +84,16 @@ class ServiceContext(Protocol):
         """Reserve the run slot for `request` or raise ``BusyError``."""
         ...
 
+    def run_started(self, request: Request) -> None:
+        """An engine run of `request` began (bookkeeping: runs at once)."""
+        ...
+
+    def run_finished(self, request: Request, outcome: dict[str, Any]) -> None:
+        """That run ended and its engine stopped; `outcome`: at least
+        ``stop_reason`` and ``cancel_acknowledged`` (kept for the log and
+        tests)."""
+        ...
+
 
 @dataclass
 class Request:
@@ -187,7 +197,9 @@ class StreamingResponse:
     event-stream`` by default, sent chunked).  When no chunk came for
     ``ping_interval`` seconds, ``ping`` is sent (an SSE comment) to keep
     proxies open; ``ping=None`` disables it.  `body` is closed (``aclose``)
-    when the client goes away, and in every case before the slot is freed."""
+    when the client goes away, and in every case before the slot is freed;
+    then ``on_close()`` is awaited, always (even if `body` never started):
+    the place to close the run and wait for the engine."""
 
     body: AsyncIterator[bytes]
     status: int = 200
@@ -195,6 +207,7 @@ class StreamingResponse:
     headers: list[tuple[str, str]] = field(default_factory=list)
     ping: bytes | None = b": ping\n\n"
     ping_interval: float = 10.0
+    on_close: Callable[[], Awaitable[None]] | None = None
 
 
 Handler = Callable[[Request], Awaitable[Response | StreamingResponse]]

@@ -8,6 +8,7 @@ thread only, so it needs no lock.
 
 from __future__ import annotations
 
+import collections
 import copy
 import logging
 import os
@@ -39,7 +40,10 @@ def open_model(config: ServiceConfig, on_engine: Any) -> tuple[Engine, Model]:
 
     engine = Engine.open(config.library, threads=config.threads)
     on_engine(engine)
-    path = config.model if os.path.exists(config.model) else models.path(config.model)
+    name = config.model
+    # An alias is fetched; anything else is a path the engine opens (a
+    # missing file fails there, as model_file_unreadable).
+    path = models.path(name) if name in models.ALIASES and not os.path.exists(name) else name
     model = engine.load_model(path, threads=config.threads, context_length=config.context_length)
     return engine, model
 
@@ -73,6 +77,12 @@ class ModelHost:
         self._closed = False
         self._slot: Request | None = None
         self._thread: threading.Thread | None = None
+        # Runs: how many engine runs at once (at most one, by the slot), and
+        # the last outcomes, newest last (what a cancelled client's run did).
+        self._runs = threading.Condition()
+        self.active_runs = 0
+        self.max_active_runs = 0
+        self.outcomes: collections.deque[dict[str, Any]] = collections.deque(maxlen=1000)
 
     # -- loading ----------------------------------------------------------
     def start_loading(self) -> None:
@@ -155,6 +165,30 @@ class ModelHost:
         if self._slot is request:
             self._slot = None
         request.holds_slot = False
+
+    def run_started(self, request: Request) -> None:
+        with self._runs:
+            self.active_runs += 1
+            self.max_active_runs = max(self.max_active_runs, self.active_runs)
+
+    def run_finished(self, request: Request, outcome: dict[str, Any]) -> None:
+        record = {"request_id": request.request_id, **outcome}
+        with self._runs:
+            self.active_runs -= 1
+            self.outcomes.append(record)
+            self._runs.notify_all()
+        log.info("run %s: %s%s", request.request_id, outcome.get("stop_reason"),
+                 " (client went away)" if request.disconnected.is_set() else "")
+
+    def wait_outcome(self, request_id: str, timeout: float) -> dict[str, Any] | None:
+        """The outcome of `request_id`'s run once it ended (None after
+        `timeout` seconds)."""
+        def find() -> dict[str, Any] | None:
+            return next((o for o in self.outcomes if o["request_id"] == request_id), None)
+
+        with self._runs:
+            self._runs.wait_for(lambda: find() is not None, timeout)
+            return find()
 
     @property
     def slot_taken(self) -> bool:

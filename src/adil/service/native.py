@@ -212,12 +212,13 @@ async def generate(request: Request) -> Response | StreamingResponse:
     model = request.model
     request.take_slot()
     gen = await request.call(lambda: model.generate(prompt, **kwargs))
+    request.service.run_started(request)
     if stream:
-        return StreamingResponse(_events(request, gen))
+        return StreamingResponse(_events(request, gen), on_close=lambda: _close(request, gen))
     try:
         await request.call(lambda: _drain(gen), cancel=gen.cancel)
     finally:
-        await request.call(gen.close)
+        await _close(request, gen)
     return Response.json(result_json(gen))
 
 
@@ -226,20 +227,27 @@ def _drain(gen: Generation) -> None:
         pass
 
 
+async def _close(request: Request, gen: Generation) -> None:
+    """Close the run (cancelled if still going; waits for the engine)."""
+    try:
+        await request.call(gen.close)
+    finally:
+        request.service.run_finished(request, {
+            "stop_reason": gen.stop_reason, "cancel_acknowledged": gen.cancel_acknowledged,
+            "n_tokens": len(gen.tokens)})
+
+
 async def _events(request: Request, gen: Generation) -> AsyncIterator[bytes]:
-    """``piece`` events, then one ``done`` or ``error``; the run is closed
-    (cancelled if still going, and waited for) however the stream ends."""
+    """``piece`` events, then one ``done`` or ``error`` (the response's
+    on_close closes the run)."""
     step: Callable[[], Piece | None] = lambda: next(gen, None)  # noqa: E731
     try:
-        try:
-            while (piece := await request.call(step, cancel=gen.cancel)) is not None:
-                yield sse_event(piece_json(piece), "piece")
-        except AdilError as exc:
-            yield sse_event(error_body(exc, request.request_id), "error")
-            return
-        yield sse_event(result_json(gen), "done")
-    finally:
-        await request.call(gen.close)
+        while (piece := await request.call(step, cancel=gen.cancel)) is not None:
+            yield sse_event(piece_json(piece), "piece")
+    except AdilError as exc:
+        yield sse_event(error_body(exc, request.request_id), "error")
+        return
+    yield sse_event(result_json(gen), "done")
 
 
 async def logits(request: Request) -> Response:
@@ -248,7 +256,12 @@ async def logits(request: Request) -> Response:
     tokens = _ints("tokens", body.get("tokens"))
     model = request.model
     request.take_slot()
-    rows = await request.call(lambda: model.logits(tokens))
+    request.service.run_started(request)
+    try:
+        rows = await request.call(lambda: model.logits(tokens))
+    finally:
+        request.service.run_finished(request, {"stop_reason": "logits",
+                                               "cancel_acknowledged": False})
     data = base64.b64encode(rows.astype("<f4", copy=False).tobytes()).decode("ascii")
     return Response.json({"shape": list(rows.shape), "dtype": "float32", "data": data})
 

@@ -468,6 +468,8 @@ class _Connection:
         finally:
             gone.cancel()
             await _close_iterator(body)
+            if response.on_close is not None:
+                await response.on_close()
         if request.disconnected.is_set():
             raise _Close
 
@@ -479,16 +481,16 @@ class _Connection:
         pending = asyncio.ensure_future(body.__anext__())
         waiters: set[asyncio.Future[Any]] = {pending, gone}
         interval = response.ping_interval if response.ping is not None else None
-        while True:
-            await asyncio.wait(waiters, timeout=interval, return_when=asyncio.FIRST_COMPLETED)
-            if pending.done() or gone.done():
-                break
-            assert response.ping is not None
-            try:
+        try:
+            while True:
+                await asyncio.wait(waiters, timeout=interval, return_when=asyncio.FIRST_COMPLETED)
+                if pending.done() or gone.done():
+                    break
+                assert response.ping is not None
                 await self._write(h11.Data(data=response.ping))
-            except BaseException:
-                await _cancel_and_wait(pending)
-                raise
+        except BaseException:  # the server stops, or the ping could not be sent
+            await _cancel_and_wait(pending)
+            raise
         if not pending.done():
             pending.cancel()
             await asyncio.wait({pending})
