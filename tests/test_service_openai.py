@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 import adil
@@ -326,3 +328,203 @@ def test_a_prefill_error_is_a_status_not_a_stream(stub_engine: adil.Engine,
         {"on_call": 1, "status": "context_length"}]}))
     with pytest.raises(adil.ContextLengthError):
         _handle(model, "POST", "/v1/chat/completions", {"messages": USER, "stream": True})
+
+
+# -- over HTTP: adil.service.Server on the stub ------------------------------------------
+
+openai = pytest.importorskip("openai")
+
+
+@pytest.fixture
+def serve(write_script: WriteScript) -> Iterator[Callable[..., tuple[str, str]]]:
+    """Starts a Server on a stub script; returns (base url, model name) once
+    the model is loaded."""
+    from adil.service.server import Server
+
+    servers: list[Server] = []
+
+    def start(script: dict[str, Any] | None, model: str | None = None,
+              **kwargs: Any) -> tuple[str, str]:
+        """`script` on the stub, or `model` (a GGUF path) on the default engine."""
+        if script is not None:
+            model, kwargs["library"] = write_script(script), adil.STUB_LIBRARY
+        assert model is not None
+        server = Server(model, port=0, **kwargs)
+        servers.append(server.start())
+        deadline = time.monotonic() + 120
+        while True:
+            health = httpx.get(server.url + "/health", timeout=10).json()
+            if health["status"] != "loading" or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        assert health["status"] == "ready", health
+        return server.url, health["model"]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def _client(url: str) -> Any:
+    return openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=60)
+
+
+def test_the_openai_client_chats(serve: Callable[..., tuple[str, str]]) -> None:
+    url, name = serve({"turns": [
+        {"text": "Hello there."}, {"text": "Hello again."}, CALL_TURN,
+        {"text": '{"city": "Oslo"}'}, {"text": "It is 21 degrees."}]})
+    client = _client(url)
+    assert [m.id for m in client.models.list()] == [name]
+    resp = client.chat.completions.create(model=name, messages=USER, temperature=0, seed=1,
+                                          max_tokens=50)
+    assert resp.id.startswith("chatcmpl-") and resp.object == "chat.completion"
+    assert resp.model == name
+    choice = resp.choices[0]
+    assert (choice.message.role, choice.message.content, choice.finish_reason) == (
+        "assistant", "Hello there.", "stop")
+    assert resp.usage is not None and resp.usage.completion_tokens == len("Hello there.")
+    assert resp.usage.total_tokens == resp.usage.prompt_tokens + resp.usage.completion_tokens
+    # streamed, with usage at the end
+    chunks = list(client.chat.completions.create(
+        model=name, messages=USER, stream=True, stream_options={"include_usage": True}))
+    assert all(c.object == "chat.completion.chunk" and c.id == chunks[0].id for c in chunks)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == \
+        "Hello again."
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 12
+    # a tool call, then its result sent back
+    resp = client.chat.completions.create(model=name, messages=USER, tools=[WEATHER])
+    choice = resp.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content == "Checking."
+    call = choice.message.tool_calls[0]
+    assert call.id.startswith("call_") and call.type == "function"
+    assert (call.function.name, json.loads(call.function.arguments)) == (
+        "get_weather", {"city": "Oslo"})
+    # structured output through response_format
+    resp = client.chat.completions.create(
+        model=name, messages=USER, response_format={
+            "type": "json_schema", "json_schema": {"name": "city", "schema": CITY_SCHEMA}})
+    assert json.loads(resp.choices[0].message.content) == {"city": "Oslo"}
+    followup = [*USER, choice.message.model_dump(exclude_none=False),
+                {"role": "tool", "tool_call_id": call.id, "content": '{"temp_c": 21}'}]
+    resp = client.chat.completions.create(model=name, messages=followup, tools=[WEATHER])
+    assert resp.choices[0].message.content == "It is 21 degrees."
+
+
+def test_the_openai_client_streams_tool_calls(serve: Callable[..., tuple[str, str]]) -> None:
+    # forced calls are the bare envelope (no tags), as in test_chat_api
+    forced = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+    url, name = serve({"turns": [CALL_TURN, {"text": forced}]})
+    stream = _client(url).chat.completions.create(model=name, messages=USER, tools=[WEATHER],
+                                                  tool_choice="auto", stream=True)
+    chunks = list(stream)
+    calls = [tc for c in chunks for tc in (c.choices[0].delta.tool_calls or [])]
+    assert len(calls) == 1 and calls[0].index == 0 and calls[0].id.startswith("call_")
+    assert (calls[0].function.name, json.loads(calls[0].function.arguments)) == (
+        "get_weather", {"city": "Oslo"})
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    # a forced call: no content at all, only the call
+    chunks = list(_client(url).chat.completions.create(
+        model=name, messages=USER, tools=[WEATHER], stream=True,
+        tool_choice={"type": "function", "function": {"name": "get_weather"}}))
+    assert not "".join(c.choices[0].delta.content or "" for c in chunks)
+    calls = [tc for c in chunks for tc in (c.choices[0].delta.tool_calls or [])]
+    assert [json.loads(tc.function.arguments) for tc in calls] == [{"city": "Oslo"}]
+
+
+def test_the_openai_client_completes(serve: Callable[..., tuple[str, str]]) -> None:
+    url, name = serve({"turns": [{"text": "Once upon a time."}, {"text": "Once upon a time."}]})
+    client = _client(url)
+    resp = client.completions.create(model=name, prompt="Tell me", max_tokens=4, logprobs=1)
+    assert resp.object == "text_completion" and resp.id.startswith("cmpl-")
+    choice = resp.choices[0]
+    assert (choice.text, choice.finish_reason) == ("Once", "length")
+    assert choice.logprobs.tokens == ["O", "n", "c", "e"]
+    assert choice.logprobs.token_logprobs == [0.0] * 4  # the stub's tokens are certain
+    assert resp.usage.completion_tokens == 4
+    parts = list(client.completions.create(model=name, prompt="Tell me", stop=[" a"],
+                                           stream=True))
+    assert "".join(p.choices[0].text for p in parts) == "Once upon"
+    assert parts[-1].choices[0].finish_reason == "stop"
+
+
+def test_errors_in_openai_envelope(serve: Callable[..., tuple[str, str]]) -> None:
+    url, name = serve({"turns": [{"text": "x"}], "context_length": 8})
+    client = _client(url)
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.chat.completions.create(model=name, messages=USER, temperature="hot")  # type: ignore[arg-type]
+    assert bad.value.status_code == 400 and bad.value.code == "invalid_argument"
+    assert "temperature" in bad.value.message
+    with pytest.raises(openai.BadRequestError, match="not served here"):
+        client.chat.completions.create(model="gpt-4o", messages=USER)
+    with pytest.raises(openai.BadRequestError) as long:
+        client.chat.completions.create(model=name, messages=USER)
+    assert long.value.code == "context_length_exceeded"
+    with pytest.raises(openai.APIStatusError) as many:
+        client.chat.completions.create(model=name, messages=USER, n=2)
+    assert (many.value.status_code, many.value.code) == (501, "unsupported_capability")
+    # raw: the whole envelope, the request id kept
+    raw = httpx.post(url + "/v1/chat/completions", content=b'{"messages": [',
+                     headers={"x-request-id": "my-req.1", "content-type": "application/json"})
+    assert raw.status_code == 400 and raw.headers["x-request-id"] == "my-req.1"
+    error = raw.json()["error"]
+    assert error["code"] == error["type"] == "invalid_argument"
+    assert (error["param"], error["request_id"], error["status"]) == (None, "my-req.1", 400)
+    raw = httpx.post(url + "/v1/completions", json={"prompt": "x", "max_tokens": 0})
+    assert raw.status_code == 400 and "max_tokens" in raw.json()["error"]["message"]
+    assert raw.headers["x-request-id"].startswith("req_")
+
+
+def test_sse_framing(serve: Callable[..., tuple[str, str]]) -> None:
+    url, name = serve({"turns": [{"text": "Hé!"}]})
+    with httpx.stream("POST", url + "/v1/chat/completions",
+                      json={"model": name, "messages": USER, "stream": True}) as resp:
+        assert resp.status_code == 200
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        assert resp.headers["x-request-id"].startswith("req_")
+        raw = resp.read().decode("utf-8")
+    assert raw.endswith("data: [DONE]\n\n")
+    payloads = _sse_payloads(raw)
+    assert "".join(p["choices"][0]["delta"].get("content", "") for p in payloads[:-1]) == "Hé!"
+
+
+def test_a_client_gone_mid_stream_cancels_its_run(serve: Callable[..., tuple[str, str]]) -> None:
+    url, name = serve({"turns": [{"text": "a" * 400}, {"text": "next"}], "token_delay_ms": 20})
+    client = _client(url)
+    stream = client.chat.completions.create(model=name, messages=USER, stream=True)
+    first = next(iter(stream))
+    assert first.choices[0].delta.role == "assistant"
+    stream.close()
+    # The slot frees once the engine stopped: a later request is served
+    # (busy only while the cancelled run winds down).
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            resp = client.chat.completions.create(model=name, messages=USER)
+            break
+        except openai.APIStatusError as exc:
+            assert exc.code == "busy" and time.monotonic() < deadline
+            time.sleep(0.05)
+    assert resp.choices[0].message.content == "next"
+
+
+def test_smollm2_end_to_end(serve: Callable[..., tuple[str, str]]) -> None:
+    try:
+        path = adil.models.path("smollm2-135m-instruct", progress=False)
+    except adil.AdilError as exc:
+        pytest.skip(f"SmolLM2-135M-Instruct is not available here: {exc}")
+    url, name = serve(None, model=path, context_length=512)
+    client = _client(url)
+    resp = client.chat.completions.create(
+        model=name, messages=[{"role": "user", "content": "What is the capital of France?"}],
+        temperature=0, max_tokens=24)
+    assert "Paris" in resp.choices[0].message.content
+    assert resp.choices[0].finish_reason in ("stop", "length")
+    resp = client.chat.completions.create(
+        model=name, temperature=0, max_tokens=40,
+        messages=[{"role": "user", "content": "Give the capital of France as JSON."}],
+        response_format={"type": "json_schema", "json_schema": {"name": "c", "schema": {
+            "type": "object", "properties": {"capital": {"type": "string"}},
+            "required": ["capital"], "additionalProperties": False}}})
+    assert isinstance(json.loads(resp.choices[0].message.content)["capital"], str)

@@ -109,6 +109,13 @@ class ChatCall:
     include_usage: bool = False  # stream_options.include_usage: a last chunk with usage
     logprobs: bool = False
 
+    @property
+    def forced(self) -> bool:
+        """tool_choice forces a call: the whole answer is the call (whose
+        text a ChatStream passes on as content; it is sent as tool_calls)."""
+        choice = self.kwargs.get("tool_choice", "auto")
+        return bool(self.kwargs.get("tools")) and choice not in ("auto", "none")
+
 
 @dataclass(frozen=True)
 class CompletionCall:
@@ -583,7 +590,8 @@ async def chat_completions(request: Request) -> Response | StreamingResponse:
             yield sse_event(chunks.start())
             item = first
             while item is not None:
-                yield sse_event(chunks.content(item.text))
+                if not call.forced:
+                    yield sse_event(chunks.content(item.text))
                 item = await puller.next()
             for chunk in chunks.end(stream.response, logprobs=call.logprobs,
                                     include_usage=call.include_usage):
