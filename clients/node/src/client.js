@@ -4,7 +4,7 @@
 import { BusyError, InvalidArgumentError, ModelNotReadyError, ServiceConnectionError } from "./errors.js";
 import { parseEvents } from "./sse.js";
 import { Attempt, Clock } from "./transport.js";
-import { GenerationStream } from "./stream.js";
+import { GenerationStream, chatDecoder, decodeGenerateEvent } from "./stream.js";
 
 const SAMPLING_KEYS = {
   temperature: "temperature", topK: "top_k", topP: "top_p", minP: "min_p",
@@ -72,7 +72,11 @@ export class AdilClient {
    * Leaving the loop early (break) or `cancel()` closes the request: the server cancels the run.
    */
   stream(prompt, opts = {}) {
-    const body = generateBody(prompt, opts);
+    return this.#eventStream("/adil/v1/generate", generateBody(prompt, opts), opts, decodeGenerateEvent);
+  }
+
+  // A streamed call: the request, its events decoded into pieces and a result.
+  #eventStream(path, body, opts, decode) {
     // One controller closes the request: the caller's signal, cancel(), or leaving the loop.
     const closer = new AbortController();
     const user = opts.signal;
@@ -81,26 +85,27 @@ export class AdilClient {
     else user?.addEventListener("abort", forward, { once: true });
     return new GenerationStream(closer, async (sink) => {
       let exchange = null;
+      let done = false;
       try {
-        exchange = await this.#open("POST", "/adil/v1/generate", body, { ...opts, signal: closer.signal },
+        exchange = await this.#open("POST", path, body, { ...opts, signal: closer.signal },
           "text/event-stream");
         sink.started(exchange.attempt);
         // After the done event the body ends: read it to its end, so the
         // connection is reused rather than closed under the server.
-        let done = false;
         for await (const event of parseEvents(exchange.attempt.chunks(exchange.response))) {
           if (!done) done = sink.take(event, exchange.attempt);
         }
         if (done) return;
-        throw new ServiceConnectionError("the stream ended before its done event",
+        throw new ServiceConnectionError("the stream ended before its last event",
           { status: exchange.response.status, requestId: exchange.attempt.requestId });
       } catch (error) {
+        if (done) return; // the result is in: a failure while draining the rest does not matter
         throw exchange ? exchange.attempt.failure(error) : error;
       } finally {
         exchange?.attempt.close();
         user?.removeEventListener("abort", forward);
       }
-    });
+    }, decode);
   }
 
   /**
@@ -118,6 +123,15 @@ export class AdilClient {
       requestId,
       raw: body,
     };
+  }
+
+  /**
+   * POST /v1/chat/completions with stream: true: an async iterable of deltas {content, toolCalls,
+   * finishReason, chunk}; `result` settles with chat()'s result (message assembled, usage, requestId).
+   */
+  chatStream(messages, opts = {}) {
+    const body = { ...chatBody(messages, opts), stream: true, stream_options: { include_usage: true } };
+    return this.#eventStream("/v1/chat/completions", body, opts, chatDecoder());
   }
 
   // One JSON call: the request, retried where allowed, and its JSON answer.

@@ -98,16 +98,16 @@ export interface GenerateResult {
   requestId: string | null;
 }
 
-export declare class GenerationStream implements AsyncIterableIterator<Piece> {
+export declare class GenerationStream<P = Piece, R = GenerateResult> implements AsyncIterableIterator<P> {
   /** The server's x-request-id once the response head arrived. */
   readonly requestId: string | null;
   /** The result once the stream ended; rejects with the stream's error. */
-  readonly result: Promise<GenerateResult>;
+  readonly result: Promise<R>;
   /** Closes the request; the server cancels the run.  The loop then ends quietly. */
   cancel(): void;
-  next(): Promise<IteratorResult<Piece>>;
-  return(): Promise<IteratorResult<Piece>>;
-  [Symbol.asyncIterator](): GenerationStream;
+  next(): Promise<IteratorResult<P>>;
+  return(): Promise<IteratorResult<P>>;
+  [Symbol.asyncIterator](): GenerationStream<P, R>;
 }
 
 export interface ChatMessage {
@@ -141,6 +141,16 @@ export interface ChatResult {
   raw: any;
 }
 
+export interface ChatDelta {
+  /** The text this chunk adds ("" when none). */
+  content: string;
+  /** The chunk's tool-call parts (merged by index into the result's message). */
+  toolCalls: object[] | null;
+  finishReason: string | null;
+  /** The chat.completion.chunk as sent. */
+  chunk: any;
+}
+
 export interface Health {
   status: "loading" | "ready" | "failed";
   error: { code: string; message: string } | null;
@@ -158,6 +168,7 @@ export declare class AdilClient {
   generate(prompt: string | number[], opts?: GenerateOptions): Promise<GenerateResult>;
   stream(prompt: string | number[], opts?: GenerateOptions): GenerationStream;
   chat(messages: ChatMessage[], opts?: ChatOptions): Promise<ChatResult>;
+  chatStream(messages: ChatMessage[], opts?: ChatOptions): GenerationStream<ChatDelta, ChatResult>;
 }
 
 export interface ErrorFields {

@@ -25,10 +25,70 @@ export function resultFromBody(body, requestId) {
   };
 }
 
+/** /adil/v1/generate's events: piece ..., then done or error. */
+export function decodeGenerateEvent(event, attempt) {
+  if (event.event === "piece") {
+    const data = parseData(event.data, attempt);
+    return { piece: { text: data.text ?? "", tokens: data.tokens ?? [], logprobs: data.logprobs ?? null } };
+  }
+  if (event.event === "done") return { result: resultFromBody(parseData(event.data, attempt), attempt.requestId) };
+  if (event.event === "error") throw eventError(parseData(event.data, attempt), attempt);
+  return null; // an event this version does not know: ignored
+}
+
+/**
+ * A decoder of /v1/chat/completions' stream (`data: {chunk}` ... `data: [DONE]`): pieces
+ * {content, toolCalls, finishReason, chunk}; the result is chat()'s, assembled from the deltas.
+ */
+export function chatDecoder() {
+  const message = { role: "assistant", content: "" };
+  const calls = [];
+  let finishReason = null;
+  let usage = null;
+  return (event, attempt) => {
+    if (event.data === "[DONE]") {
+      if (calls.length > 0) message.tool_calls = calls.filter(Boolean);
+      return { result: { message, finishReason, usage, requestId: attempt.requestId, raw: null } };
+    }
+    const chunk = parseData(event.data, attempt);
+    if (chunk.error) throw eventError(chunk, attempt);
+    usage = chunk.usage ?? usage;
+    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
+    if (!choice) return null;
+    const delta = choice.delta ?? {};
+    if (typeof delta.content === "string") message.content += delta.content;
+    for (const call of delta.tool_calls ?? []) mergeToolCall(calls, call);
+    finishReason = choice.finish_reason ?? finishReason;
+    return { piece: { content: delta.content ?? "", toolCalls: delta.tool_calls ?? null,
+      finishReason: choice.finish_reason ?? null, chunk } };
+  };
+}
+
+// OpenAI streams a tool call in parts by index: the id and name once, the
+// arguments as text pieces to concatenate.
+function mergeToolCall(calls, part) {
+  const index = Number.isInteger(part.index) ? part.index : calls.length;
+  const call = calls[index] ??= { id: null, type: "function", function: { name: "", arguments: "" } };
+  if (part.id) call.id = part.id;
+  if (part.type) call.type = part.type;
+  if (part.function?.name) call.function.name += part.function.name;
+  if (part.function?.arguments) call.function.arguments += part.function.arguments;
+}
+
+function eventError(data, attempt) {
+  return errorFromBody(data.error, { requestId: attempt.requestId, status: data.error?.status ?? null });
+}
+
 export class GenerationStream {
-  /** @param {(sink: object) => Promise<void>} run reads the stream, feeding the sink */
-  constructor(closer, run) {
+  /**
+   * @param {AbortController} closer aborting it closes the request
+   * @param {(sink: object) => Promise<void>} run reads the stream, feeding the sink
+   * @param {(event: object, attempt: object) => ({piece?: object, result?: object}|null)} decode
+   *   one event: a piece, or the result (the end); throws the error an event carries
+   */
+  constructor(closer, run, decode = decodeGenerateEvent) {
     this.closer = closer;
+    this.decode = decode;
     this.requestId = null;
     this.attempt = null;
     this.items = [];
@@ -54,19 +114,13 @@ export class GenerationStream {
 
   // One event from the server; true once the stream is complete.
   #take(event, attempt) {
-    const data = parseData(event.data, attempt);
-    if (event.event === "piece") {
-      this.#push({ text: data.text ?? "", tokens: data.tokens ?? [], logprobs: data.logprobs ?? null });
-      return false;
-    }
-    if (event.event === "done") {
-      this.resolveResult(resultFromBody(data, attempt.requestId));
+    const step = this.decode(event, attempt);
+    if (step?.piece) this.#push(step.piece);
+    if (step?.result) {
+      this.resolveResult(step.result);
       return true;
     }
-    if (event.event === "error") {
-      throw errorFromBody(data.error, { requestId: attempt.requestId, status: data.error?.status ?? null });
-    }
-    return false; // an event this version does not know: ignored
+    return false;
   }
 
   #push(item) {

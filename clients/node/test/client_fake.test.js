@@ -260,3 +260,53 @@ test("options are checked", () => {
   assert.throws(() => new AdilClient("http://x", { timeoutMs: { read: -1 } }), AdilError);
   assert.throws(() => new AdilClient("http://x").stream({}), AdilError);
 });
+
+test("chatStream: deltas, tool calls merged by index, usage, [DONE]", async () => {
+  const chunk = (delta, finish = null) => ({ id: "c1", object: "chat.completion.chunk",
+    choices: [{ index: 0, delta, finish_reason: finish }] });
+  const fake = await startFake((req, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    for (const data of [
+      chunk({ role: "assistant", content: "" }), chunk({ content: "Let me " }), chunk({ content: "check." }),
+      chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function",
+        function: { name: "get_weather", arguments: "{\"city\":" } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: " \"Oslo\"}" } }] }),
+      chunk({}, "tool_calls"),
+      { id: "c1", object: "chat.completion.chunk", choices: [], usage: { total_tokens: 9 } },
+    ]) res.write(`data: ${JSON.stringify(data)}\n\n`);
+    res.end("data: [DONE]\n\n");
+  });
+  try {
+    const stream = new AdilClient(fake.url).chatStream([{ role: "user", content: "Weather?" }]);
+    const text = [];
+    for await (const piece of stream) text.push(piece.content);
+    const reply = await stream.result;
+    assert.equal(text.join(""), "Let me check.");
+    assert.deepEqual(reply.message, { role: "assistant", content: "Let me check.", tool_calls: [
+      { id: "call_1", type: "function", function: { name: "get_weather", arguments: "{\"city\": \"Oslo\"}" } },
+    ] });
+    assert.equal(reply.finishReason, "tool_calls");
+    assert.deepEqual(reply.usage, { total_tokens: 9 });
+    assert.ok(reply.requestId);
+    const sent = fake.requests[0].body;
+    assert.equal(sent.stream, true);
+    assert.deepEqual(sent.stream_options, { include_usage: true });
+  } finally {
+    await fake.close();
+  }
+});
+
+test("chatStream: an error chunk after the start rejects", async () => {
+  const fake = await startFake((req, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.end(`data: ${JSON.stringify({ error: { code: "output_validation_failed", message: "bad",
+      type: "output_validation_failed", param: null, status: 422, request_id: "r1" } })}\n\n`);
+  });
+  try {
+    const stream = new AdilClient(fake.url).chatStream([{ role: "user", content: "x" }]);
+    await assert.rejects(async () => { for await (const p of stream) void p; },
+      (e) => e instanceof OutputValidationError && e.status === 422 && e.requestId === "r1");
+  } finally {
+    await fake.close();
+  }
+});

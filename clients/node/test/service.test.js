@@ -18,6 +18,10 @@ const SLOW_TEXT = "abcdefghij".repeat(20);
 // Several retries, a little apart, bounded by the total deadline: "served at
 // once" means within a few polls, not after the uncancelled run's 10 s.
 const PROMPT_RETRY = { maxRetries: 40, initialDelayMs: 20, maxDelayMs: 100 };
+// The server frees the run slot just after a response's last byte, so a
+// request sent the moment the previous one finished may meet busy: the
+// clients of tests that are not about busy retry it a few times.
+const AFTER_PREVIOUS = { maxRetries: 5, initialDelayMs: 20, maxDelayMs: 100 };
 
 async function ready(client) {
   for (let i = 0; i < 200; i++) {
@@ -40,8 +44,9 @@ describe("adil serve (stub engine)", { skip: unavailable() ?? false }, () => {
       startServe({ turns: turns(60, TEXT), context_length: 256 }, ["--api-key", API_KEY]),
       startServe({ turns: turns(60, SLOW_TEXT), token_delay_ms: 50 }),
     ]);
-    client = new AdilClient(fast.url, { apiKey: API_KEY, timeoutMs: { read: 10_000, total: 30_000 } });
-    slowClient = new AdilClient(slow.url, { timeoutMs: { read: 10_000, total: 30_000 } });
+    const timeoutMs = { read: 10_000, total: 30_000 };
+    client = new AdilClient(fast.url, { apiKey: API_KEY, timeoutMs, retry: AFTER_PREVIOUS });
+    slowClient = new AdilClient(slow.url, { timeoutMs, retry: AFTER_PREVIOUS });
     await Promise.all([ready(client), ready(slowClient)]);
   });
 
@@ -90,6 +95,17 @@ describe("adil serve (stub engine)", { skip: unavailable() ?? false }, () => {
     assert.ok(reply.requestId);
   });
 
+  test("chatStream streams the same answer", async () => {
+    const stream = client.chatStream([{ role: "user", content: "Hello" }], { maxTokens: 64 });
+    let text = "";
+    for await (const piece of stream) text += piece.content;
+    const reply = await stream.result;
+    assert.equal(text, TEXT);
+    assert.equal(reply.message.content, TEXT);
+    assert.equal(reply.finishReason, "stop");
+    assert.equal(reply.usage.completion_tokens, Buffer.byteLength(TEXT));
+  });
+
   test("a wrong or missing API key: permission_denied, 401", async () => {
     for (const apiKey of ["wrong", null]) {
       const other = new AdilClient(fast.url, { apiKey });
@@ -109,8 +125,9 @@ describe("adil serve (stub engine)", { skip: unavailable() ?? false }, () => {
   });
 
   test("two generations at once: one runs, the other is busy (503, request id)", async () => {
+    const noRetry = new AdilClient(slow.url);
     const runs = await Promise.allSettled([
-      slowClient.generate("a", { maxTokens: 10 }), slowClient.generate("b", { maxTokens: 10 }),
+      noRetry.generate("a", { maxTokens: 10 }), noRetry.generate("b", { maxTokens: 10 }),
     ]);
     const failed = runs.filter((r) => r.status === "rejected");
     assert.equal(failed.length, 1, JSON.stringify(runs.map((r) => r.status)));
