@@ -479,3 +479,18 @@ def test_twenty_clients_one_run_at_a_time(serve: Callable[..., Server]) -> None:
     assert len(server.host.outcomes) == ok
     with client(server) as http:  # nothing left holding the slot
         assert http.post("/adil/v1/generate", json={"prompt": "x"}).status_code == 200
+
+
+def test_next_request_right_after_the_last_event_is_not_busy(
+        serve: Callable[..., Server]) -> None:
+    """The slot is free before the last bytes of an answer go out."""
+    server = serve({"turns": [{"text": f"t{i}"} for i in range(80)]})
+    with client(server) as http, client(server) as other:
+        for _ in range(20):
+            with http.stream("POST", "/adil/v1/generate",
+                             json={"prompt": "x", "stream": True}) as response:
+                events = sse_events(response.iter_lines())
+                assert [name for name, _ in events][-1] == "done"
+                assert other.post("/adil/v1/generate", json={"prompt": "y"}).status_code == 200
+            assert http.post("/adil/v1/generate", json={"prompt": "x"}).status_code == 200
+            assert other.post("/adil/v1/generate", json={"prompt": "y"}).status_code == 200

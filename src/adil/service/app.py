@@ -89,9 +89,11 @@ class ServiceContext(Protocol):
         ...
 
     def run_finished(self, request: Request, outcome: dict[str, Any]) -> None:
-        """That run ended and its engine stopped; `outcome`: at least
-        ``stop_reason`` and ``cancel_acknowledged`` (kept for the log and
-        tests)."""
+        """That run ended and its engine stopped: frees the slot at once (call
+        it before the response's last bytes, so that a client which reads
+        them and sends its next request does not meet ``busy``); `outcome`:
+        at least ``stop_reason`` and ``cancel_acknowledged`` (kept for the
+        log and tests)."""
         ...
 
 

@@ -173,6 +173,7 @@ class ModelHost:
 
     def run_finished(self, request: Request, outcome: dict[str, Any]) -> None:
         record = {"request_id": request.request_id, **outcome}
+        self.release_slot(request)  # the engine stopped: the next run may start
         with self._runs:
             self.active_runs -= 1
             self.outcomes.append(record)

@@ -212,13 +212,13 @@ async def generate(request: Request) -> Response | StreamingResponse:
     model = request.model
     request.take_slot()
     gen = await request.call(lambda: model.generate(prompt, **kwargs))
-    request.service.run_started(request)
+    run = _GenerationRun(request, gen)
     if stream:
-        return StreamingResponse(_events(request, gen), on_close=lambda: _close(request, gen))
+        return StreamingResponse(_events(request, run), on_close=run.close)
     try:
         await request.call(lambda: _drain(gen), cancel=gen.cancel)
     finally:
-        await _close(request, gen)
+        await run.close()
     return Response.json(result_json(gen))
 
 
@@ -227,26 +227,44 @@ def _drain(gen: Generation) -> None:
         pass
 
 
-async def _close(request: Request, gen: Generation) -> None:
-    """Close the run (cancelled if still going; waits for the engine)."""
-    try:
-        await request.call(gen.close)
-    finally:
-        request.service.run_finished(request, {
-            "stop_reason": gen.stop_reason, "cancel_acknowledged": gen.cancel_acknowledged,
-            "n_tokens": len(gen.tokens)})
+class _GenerationRun:
+    """A generation of one request; ``close()`` (idempotent) cancels it if
+    still going, waits for the engine, and reports the outcome, which frees
+    the slot (before the last event goes out: a client that reads ``done``
+    and at once sends its next request does not meet ``busy``)."""
+
+    def __init__(self, request: Request, gen: Generation) -> None:
+        self.request = request
+        self.gen = gen
+        self._closed = False
+        request.service.run_started(request)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        gen = self.gen
+        try:
+            await self.request.call(gen.close)
+        finally:
+            self.request.service.run_finished(self.request, {
+                "stop_reason": gen.stop_reason, "cancel_acknowledged": gen.cancel_acknowledged,
+                "n_tokens": len(gen.tokens)})
 
 
-async def _events(request: Request, gen: Generation) -> AsyncIterator[bytes]:
-    """``piece`` events, then one ``done`` or ``error`` (the response's
-    on_close closes the run)."""
+async def _events(request: Request, run: _GenerationRun) -> AsyncIterator[bytes]:
+    """``piece`` events, then one ``done`` or ``error``, sent once the run
+    is closed."""
+    gen = run.gen
     step: Callable[[], Piece | None] = lambda: next(gen, None)  # noqa: E731
     try:
         while (piece := await request.call(step, cancel=gen.cancel)) is not None:
             yield sse_event(piece_json(piece), "piece")
     except AdilError as exc:
+        await run.close()
         yield sse_event(error_body(exc, request.request_id), "error")
         return
+    await run.close()
     yield sse_event(result_json(gen), "done")
 
 

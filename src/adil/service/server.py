@@ -364,16 +364,21 @@ class _Connection:
             try:
                 response = await route.handler(request)
             except AdilError as exc:
+                self.server.host.release_slot(request)
                 await self._send_error(exc, request.request_id, cors, route)
                 return
             except Exception as exc:  # noqa: BLE001 - a bug answers 500, the server stays up
                 log.exception("handler %s %s failed", route.method, route.path)
+                self.server.host.release_slot(request)
                 await self._send_error(EngineInternalError(f"internal error: {exc!r}"),
                                        request.request_id, cors, route)
                 return
             if isinstance(response, StreamingResponse):
                 await self._stream(response, request, cors)
             else:
+                # The handler's engine work is over: free the slot before the
+                # client can read the answer and send its next request.
+                self.server.host.release_slot(request)
                 await self._send(response, request.request_id, cors)
         finally:
             watch.cancel()
