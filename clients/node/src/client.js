@@ -166,8 +166,7 @@ export class AdilClient {
       attempt.close();
       const delay = this.#retryDelay(error, retry, clock);
       if (delay === null) throw error;
-      await sleep(delay, opts.signal);
-      if (opts.signal?.aborted) throw new Attempt(clock, opts.signal).failure(null);
+      await sleep(delay, opts.signal); // an abort ends the sleep; the next attempt then fails at once
     }
   }
 

@@ -310,3 +310,18 @@ test("chatStream: an error chunk after the start rejects", async () => {
     await fake.close();
   }
 });
+
+test("an abort during a retry's sleep ends the call at once", async () => {
+  const fake = await startFake((req, res) => sendError(res, 503, "busy", "busy", { "retry-after": "1" }));
+  try {
+    const controller = new AbortController();
+    const client = new AdilClient(fake.url, { retry: { initialDelayMs: 1000, maxDelayMs: 1000 } });
+    const call = client.health({ signal: controller.signal });
+    await until(() => fake.requests.length === 1);
+    controller.abort();
+    await assert.rejects(call, CancelledError);
+    assert.equal(fake.requests.length, 1);
+  } finally {
+    await fake.close();
+  }
+});
