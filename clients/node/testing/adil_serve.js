@@ -27,10 +27,12 @@ export async function startServe(script, args = []) {
   const dir = mkdtempSync(path.join(tmpdir(), "adil-node-"));
   const model = path.join(dir, "script.json");
   writeFileSync(model, JSON.stringify(script));
-  const library = path.join(process.env.ADIL_LIBRARY_DIR, "libadil_stub.so");
+  // The stub engine, unless `args` names another library.
+  const library = args.includes("--library") ? []
+    : ["--library", path.join(process.env.ADIL_LIBRARY_DIR, "libadil_stub.so")];
   const pythonPath = [path.join(REPO_ROOT, "src"), process.env.PYTHONPATH].filter(Boolean).join(path.delimiter);
   const child = spawn(process.env.PYTHON ?? "python3",
-    ["-m", "adil", "serve", "--library", library, "--model", model, "--port", "0", ...args],
+    ["-m", "adil", "serve", ...library, "--model", model, "--port", "0", ...args],
     { cwd: REPO_ROOT, env: { ...process.env, PYTHONPATH: pythonPath }, stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr.setEncoding("utf8");
