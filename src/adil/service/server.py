@@ -226,8 +226,8 @@ class _Connection:
         while True:
             try:
                 await self._one_request(first)
-            except _Close:
-                return
+            except (_Close, OSError, h11.ProtocolError):
+                return  # the client went away, or the exchange cannot go on
             first = False
             if self.conn.our_state is h11.MUST_CLOSE or self.conn.their_state is not h11.DONE:
                 return
@@ -285,6 +285,9 @@ class _Connection:
         if length is not None and length.isdigit() and int(length) > cap:
             raise InvalidArgumentError(f"the request body is over the {cap}-byte limit",
                                        status=413)
+        if self.conn.they_are_waiting_for_100_continue:  # curl, for bodies over 1 KiB
+            with contextlib.suppress(h11.LocalProtocolError):
+                await self._write(h11.InformationalResponse(status_code=100, headers=[]))
         try:
             return await asyncio.wait_for(self._body_events(cap), self.config.body_timeout)
         except asyncio.TimeoutError:
