@@ -214,7 +214,8 @@ def test_chunks_have_openai_shape() -> None:
 
 
 def test_completion_json_and_models() -> None:
-    body = completion_json(text="ab", stop_reason="max_tokens", n_prompt=2, n_generated=1,
+    usage = {"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3}
+    body = completion_json(text="ab", stop_reason="max_tokens", usage=usage,
                            ident="cmpl-1", created=3, model="m", logprobs=(LP, LP), offset=4)
     assert body["object"] == "text_completion"
     assert body["choices"] == [{"text": "ab", "index": 0, "finish_reason": "length",
@@ -237,6 +238,7 @@ class FakeService:
     def __init__(self, model: adil.Model) -> None:
         self.model = model
         self.slots = 0
+        self.runs: list[dict[str, Any] | None] = []
 
     def ready_model(self) -> adil.Model:
         return self.model
@@ -248,6 +250,13 @@ class FakeService:
         self.slots += 1
         request.holds_slot = True
 
+    def run_started(self, request: Request) -> None:
+        self.runs.append(None)
+
+    def run_finished(self, request: Request, outcome: dict[str, Any]) -> None:
+        assert self.runs[-1] is None
+        self.runs[-1] = outcome
+
 
 def _handle(model: adil.Model, method: str, path: str, body: Any = None
             ) -> tuple[int, Any]:
@@ -257,13 +266,18 @@ def _handle(model: adil.Model, method: str, path: str, body: Any = None
         route = routes.find(method, path)
         assert route is not None
         raw = b"" if body is None else json.dumps(body).encode()
-        request = Request(method, path, {}, {}, raw, "req_1", FakeService(model))
-        answer = await route.handler(request)
-        if isinstance(answer, Response):
-            return answer.status, json.loads(answer.body)
-        assert isinstance(answer, StreamingResponse)
-        data = b"".join([chunk async for chunk in answer.body]).decode()
-        return answer.status, _sse_payloads(data)
+        service = FakeService(model)
+        request = Request(method, path, {}, {}, raw, "req_1", service)
+        try:
+            answer = await route.handler(request)
+            if isinstance(answer, Response):
+                return answer.status, json.loads(answer.body)
+            assert isinstance(answer, StreamingResponse) and answer.on_close is not None
+            data = b"".join([chunk async for chunk in answer.body]).decode()
+            await answer.on_close()
+            return answer.status, _sse_payloads(data)
+        finally:  # every run that started was closed and reported
+            assert None not in service.runs and len(service.runs) <= service.slots
 
     return asyncio.run(run())
 

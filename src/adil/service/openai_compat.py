@@ -38,7 +38,6 @@ run (prefill included) and nothing more is sent.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -50,7 +49,7 @@ from .app import Request, Response, Router, StreamingResponse, sse_event
 from .errors_http import error_body
 
 if TYPE_CHECKING:
-    from ..chat_api import ChatResponse
+    from ..chat_api import ChatResponse, ChatStream
     from ..generation import TokenLogprob
     from ..messages import Usage
 
@@ -529,7 +528,7 @@ def completion_finish_reason(stop_reason: str) -> str:
     return "length" if stop_reason == "max_tokens" else "stop"
 
 
-def completion_json(*, text: str, stop_reason: str, n_prompt: int, n_generated: int,
+def completion_json(*, text: str, stop_reason: str, usage: dict[str, int],
                     ident: str, created: int, model: str,
                     logprobs: Sequence[TokenLogprob] | None = None,
                     offset: int = 0) -> dict[str, Any]:
@@ -539,8 +538,7 @@ def completion_json(*, text: str, stop_reason: str, n_prompt: int, n_generated: 
         "choices": [{"text": text, "index": 0,
                      "logprobs": completion_logprobs_json(logprobs, offset),
                      "finish_reason": completion_finish_reason(stop_reason)}],
-        "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_generated,
-                  "total_tokens": n_prompt + n_generated},
+        "usage": usage,
     }
 
 
@@ -572,33 +570,43 @@ async def chat_completions(request: Request) -> Response | StreamingResponse:
     request.take_slot()
     ident, created = new_id("chatcmpl"), int(time.time())
     token = model.cancel_token()
-    if not call.stream:
-        response = await request.call(lambda: model.chat(**call.kwargs, cancel=token),
-                                      cancel=token.cancel)
-        return Response.json(chat_json(response, ident=ident, created=created, model=served,
-                                       logprobs=call.logprobs))
+    # Always a ChatStream (also for a whole answer): its steps run one at a
+    # time in the worker, so a client gone cancels before the next token.
     stream = await request.call(lambda: model.chat(**call.kwargs, stream=True, cancel=token),
                                 cancel=token.cancel)
-    puller = _Puller(request, stream, token.cancel, stream.close)
-    # The first chunk comes before the headers: errors of the prefill
-    # (context length, capability...) get their own status, not a stream.
-    first = await puller.first()
+    run = _Run(request, stream, token.cancel, stream.close, lambda: _chat_outcome(stream))
+    first = await run.first()  # before the headers: a prefill error gets its own status
+    if not call.stream:
+        async with run:
+            while first is not None:
+                first = await run.next()
+        return Response.json(chat_json(stream.response, ident=ident, created=created,
+                                       model=served, logprobs=call.logprobs))
     chunks = ChatChunks(ident, created, served)
 
     async def body() -> AsyncIterator[bytes]:
-        async with puller:
-            yield sse_event(chunks.start())
-            item = first
-            while item is not None:
-                if not call.forced:
-                    yield sse_event(chunks.content(item.text))
-                item = await puller.next()
-            for chunk in chunks.end(stream.response, logprobs=call.logprobs,
-                                    include_usage=call.include_usage):
-                yield sse_event(chunk)
-            yield DONE
+        yield sse_event(chunks.start())
+        item = first
+        while item is not None:
+            if not call.forced:
+                yield sse_event(chunks.content(item.text))
+            item = await run.next()
+        for chunk in chunks.end(stream.response, logprobs=call.logprobs,
+                                include_usage=call.include_usage):
+            yield sse_event(chunk)
+        yield DONE
 
-    return StreamingResponse(_errors_as_events(body(), request))
+    return StreamingResponse(_errors_as_events(body(), request), on_close=run.aclose)
+
+
+def _chat_outcome(stream: ChatStream) -> dict[str, Any]:
+    try:
+        response = stream.response
+    except InvalidArgumentError:  # the run failed before its answer was read
+        return {"stop_reason": "error", "cancel_acknowledged": False}
+    return {"stop_reason": response.finish_reason,
+            "cancel_acknowledged": response.finish_reason == "cancelled",
+            "n_tokens": response.usage.completion_tokens}
 
 
 async def completions(request: Request) -> Response | StreamingResponse:
@@ -609,49 +617,52 @@ async def completions(request: Request) -> Response | StreamingResponse:
     request.take_slot()
     ident, created = new_id("cmpl"), int(time.time())
     token = model.cancel_token()
+    prompt = call.prompt
     generation = await request.call(
-        lambda: model.generate(call.prompt, cancel=token, **call.kwargs), cancel=token.cancel)
-    echo, prompt = "", call.prompt
+        lambda: model.generate(prompt, cancel=token, **call.kwargs), cancel=token.cancel)
+    run = _Run(request, generation, generation.cancel, generation.close,
+               lambda: {"stop_reason": generation.stop_reason,
+                        "cancel_acknowledged": generation.cancel_acknowledged,
+                        "n_tokens": len(generation.tokens)})
+    first = await run.first()
+    echo = ""
     if call.echo:
         echo = prompt if isinstance(prompt, str) else await request.call(
             lambda: model.detokenize(prompt))
-    puller = _Puller(request, generation, generation.cancel, generation.close)
+
+    def usage() -> dict[str, int]:
+        n_prompt, n_generated = generation.stats.n_prompt_tokens, len(generation.tokens)
+        return {"prompt_tokens": n_prompt, "completion_tokens": n_generated,
+                "total_tokens": n_prompt + n_generated}
+
     if not call.stream:
-        async with puller:
-            item = await puller.first()
-            while item is not None:
-                item = await puller.next()
+        async with run:
+            while first is not None:
+                first = await run.next()
         return Response.json(completion_json(
-            text=echo + generation.text, stop_reason=generation.stop_reason,
-            n_prompt=generation.stats.n_prompt_tokens, n_generated=len(generation.tokens),
+            text=echo + generation.text, stop_reason=generation.stop_reason, usage=usage(),
             ident=ident, created=created, model=served, logprobs=generation.logprobs,
             offset=len(echo)))
-    first = await puller.first()
+
+    def chunk(text: str, **kw: Any) -> bytes:
+        return sse_event(completion_chunk(text, ident=ident, created=created, model=served, **kw))
 
     async def body() -> AsyncIterator[bytes]:
-        def chunk(text: str, **kw: Any) -> bytes:
-            return sse_event(completion_chunk(text, ident=ident, created=created, model=served,
-                                              **kw))
+        if echo:
+            yield chunk(echo)
+        offset, item = len(echo), first
+        while item is not None:
+            lps = completion_logprobs_json(item.logprobs, offset)
+            offset += len(item.text)
+            yield chunk(item.text, logprobs=lps)
+            item = await run.next()
+        yield chunk("", finish=completion_finish_reason(generation.stop_reason))
+        if call.include_usage:
+            yield sse_event({"id": ident, "object": "text_completion", "created": created,
+                             "model": served, "choices": [], "usage": usage()})
+        yield DONE
 
-        async with puller:
-            if echo:
-                yield chunk(echo)
-            offset, item = len(echo), first
-            while item is not None:
-                lps = completion_logprobs_json(item.logprobs, offset)
-                offset += len(item.text)
-                yield chunk(item.text, logprobs=lps)
-                item = await puller.next()
-            yield chunk("", finish=completion_finish_reason(generation.stop_reason))
-            if call.include_usage:
-                n_prompt, n_gen = generation.stats.n_prompt_tokens, len(generation.tokens)
-                yield sse_event({"id": ident, "object": "text_completion", "created": created,
-                                 "model": served, "choices": [],
-                                 "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_gen,
-                                           "total_tokens": n_prompt + n_gen}})
-            yield DONE
-
-    return StreamingResponse(_errors_as_events(body(), request))
+    return StreamingResponse(_errors_as_events(body(), request), on_close=run.aclose)
 
 
 async def _errors_as_events(body: AsyncIterator[bytes], request: Request
@@ -663,80 +674,60 @@ async def _errors_as_events(body: AsyncIterator[bytes], request: Request
             yield chunk
     except AdilError as exc:
         yield sse_event(error_body(exc, request.request_id, openai=True))
-    finally:
-        await _aclose(body)
 
 
-async def _aclose(body: AsyncIterator[bytes]) -> None:
-    close = getattr(body, "aclose", None)
-    if close is not None:
-        await close()
+class _Run:
+    """One engine run of a request: its items (a ChatStream's chunks or a
+    Generation's pieces) taken one step at a time in a worker thread; a
+    client gone meanwhile cancels it (``Request.call``).  ``aclose()``
+    (idempotent; a StreamingResponse's ``on_close``, or leaving ``async
+    with``) cancels the run if still going, closes it once the engine has
+    stopped, and reports the outcome to the service."""
 
-
-class _Puller:
-    """Takes the items of a blocking iterator (a ChatStream or Generation)
-    one at a time in a worker thread.  Leaving it (``async with``: the
-    stream ended, failed, or the client went away and the response body was
-    closed) cancels the run, waits for a step in progress and closes it, so
-    the engine has stopped before the slot is freed."""
-
-    def __init__(self, request: Request, items: Iterator[T], cancel: Callable[[], None],
-                 close: Callable[[], None]) -> None:
+    def __init__(self, request: Request, items: Iterator[Any], cancel: Callable[[], None],
+                 close: Callable[[], None], outcome: Callable[[], dict[str, Any]]) -> None:
         self._request = request
-        self._items: Iterator[Any] = items
+        self._items = items
         self._cancel = cancel
         self._close = close
-        self._pending: asyncio.Future[Any] | None = None
+        self._outcome = outcome
         self._closed = False
+        request.service.run_started(request)
+
+    async def next(self) -> Any:
+        """The next item, None at the end."""
+        items = self._items
+        return await self._request.call(lambda: next(items, None), cancel=self._cancel)
 
     async def first(self) -> Any:
-        """The first item (None: none); on an error the run is closed first."""
+        """The first item; on an error the run is closed before it is raised."""
         try:
             return await self.next()
         except BaseException:
             await self.aclose()
             raise
 
-    async def next(self) -> Any:
-        """The next item, None at the end.  When the client goes away
-        meanwhile, the run is cancelled (it stops at its next token) and the
-        step still ends before this returns."""
-        pending = asyncio.get_running_loop().run_in_executor(None, _next_or_none, self._items)
-        self._pending = pending
-        gone = asyncio.ensure_future(self._request.disconnected.wait())
-        waiters: set[asyncio.Future[Any]] = {pending, gone}
-        try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-            if not pending.done():
-                self._cancel()
-            return await asyncio.shield(pending)
-        finally:
-            gone.cancel()
-
     async def aclose(self) -> None:
         if self._closed:
             return
         self._closed = True
         self._cancel()
-        if self._pending is not None:
-            await asyncio.wait({self._pending})  # a step in progress ends first
-        await asyncio.get_running_loop().run_in_executor(None, _quietly, self._close)
+        try:
+            await self._request.call(lambda: _quietly(self._close))
+        finally:
+            self._request.service.run_finished(self._request, self._outcome())
 
-    async def __aenter__(self) -> _Puller:
+    async def __aenter__(self) -> _Run:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
 
-def _next_or_none(items: Iterator[T]) -> T | None:
-    return next(items, None)
-
-
 def _quietly(close: Callable[[], None]) -> None:
     """`close`, whose own error is not the one to report: the run already
-    failed or was cancelled (a ChatStream closed inside a tool call reads
-    its answer and may refuse it)."""
+    ended, failed or was cancelled (a ChatStream closed inside a tool call
+    reads its answer and may refuse it)."""
     try:
         close()
     except AdilError:
