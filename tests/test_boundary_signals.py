@@ -144,3 +144,80 @@ def test_ctrl_c_cancels_a_long_prefill_on_the_cpu_engine() -> None:
         print("ok")
     """, timeout=300)
     assert out.strip() == "ok"
+
+
+def test_each_sigint_of_a_step_reaches_the_handler() -> None:
+    """Two SIGINTs during one step are handed on as two calls of the
+    handler (adil chat leaves on a second Ctrl-C), each even when the first
+    raised; the last exception propagates with the first as its context.
+    The fake step sends them itself, each once the one before was seen."""
+    out = run_child("""
+        import os, signal, threading
+        from adil.generation import _step_interruptibly
+
+        class Lib:
+            def __init__(self):
+                self.cancels = 0
+                self.seen = threading.Condition()
+            def adil_run_cancel(self, run):  # called by the step's SIGINT handler
+                with self.seen:
+                    self.cancels += 1
+                    self.seen.notify_all()
+            def adil_run_step(self, run, buffer, capacity, n_out):
+                for n in (1, 2):
+                    os.kill(os.getpid(), signal.SIGINT)
+                    with self.seen:
+                        assert self.seen.wait_for(lambda: self.cancels >= n, timeout=30)
+                return 0
+
+        calls = []
+        def counting(signum, frame):
+            calls.append(signum)
+        signal.signal(signal.SIGINT, counting)
+        lib = Lib()
+        status, deliver = _step_interruptibly(lib, None, None, 1, None)
+        assert status == 0 and deliver is not None and calls == []
+        assert signal.getsignal(signal.SIGINT) is counting  # restored
+        deliver()
+        assert calls == [signal.SIGINT, signal.SIGINT], calls
+
+        def raising(signum, frame):
+            calls.append(signum)
+            raise KeyboardInterrupt(len(calls))
+        signal.signal(signal.SIGINT, raising)
+        calls.clear()
+        status, deliver = _step_interruptibly(Lib(), None, None, 1, None)
+        try:
+            deliver()
+            raise SystemExit("no KeyboardInterrupt")
+        except KeyboardInterrupt as exc:
+            assert exc.args == (2,) and exc.__context__.args == (1,), (exc, exc.__context__)
+        assert len(calls) == 2
+        print("ok")
+    """, timeout=60)
+    assert out.strip() == "ok"
+
+
+def test_a_later_step_is_interruptible_under_a_custom_handler(tmp_path: Path) -> None:
+    """With a SIGINT handler of its own (one that may count presses) every
+    step runs on the helper thread, not only the first: SIGINT during the
+    second step cancels it at once and reaches the handler after."""
+    path = _script(tmp_path, {"turns": [{"text": "ab"}], "token_delay_ms": 2000})
+    out = run_child(prelude=INTERRUPT_DURING_FIRST_STEP, code=f"""
+        import signal
+        import adil
+        seen = []
+        signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+        model = adil.Engine.open(library=adil.STUB_LIBRARY).load_model({path!r})
+        generation = model.generate("hi")
+        assert next(generation).text == "a"  # the first step
+        interrupt_during_first_step(after=0.05)  # once the next step's thread runs
+        rest = list(generation)
+        assert seen == [signal.SIGINT], seen
+        assert generation.stop_reason == "cancelled" and rest == [], (
+            generation.stop_reason, rest)
+        generation.close()
+        model.close()
+        print("ok")
+    """, timeout=50)
+    assert out.strip() == "ok"

@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._binding import STATUSES, STOP_REASONS, check, ffi, token_logprobs
@@ -249,9 +250,17 @@ class Generation(Iterator[Piece]):
         """One adil_run_step.  The first step (it holds the prefill, seconds
         for a long prompt) runs on a helper thread while the main thread
         waits, so Ctrl-C cancels the run at once instead of when the C call
-        returns; the interrupt is delivered once the step is taken."""
+        returns; the interrupt is delivered once the step is taken.
+
+        Later steps (about 20 ms each) do so too while SIGINT has a handler
+        of its own: Python runs a handler once for all the signals that came
+        during one C call, and such a handler may count them (``adil chat``
+        leaves on a second Ctrl-C); on the helper thread each one is seen.
+        Python's default handler only raises KeyboardInterrupt, which one
+        signal does as well as two: those steps stay on this thread."""
         first, self._stepped = not self._stepped, True
-        if first and _sigint_is_python_handled():
+        handler = _python_sigint_handler()
+        if handler is not None and (first or handler is not signal.default_int_handler):
             return _step_interruptibly(self._lib, run, self._buffer, self._capacity, self._n_out)
         return self._lib.adil_run_step(run, self._buffer, self._capacity, self._n_out), None
 
@@ -427,18 +436,22 @@ class Generation(Iterator[Piece]):
                           self.cancel_acknowledged, self._value, self.logprobs)
 
 
-def _sigint_is_python_handled() -> bool:
-    """True on the main thread when SIGINT runs a Python handler (the
-    default raises KeyboardInterrupt)."""
-    return (threading.current_thread() is threading.main_thread()
-            and callable(signal.getsignal(signal.SIGINT)))
+def _python_sigint_handler() -> Callable[[int, FrameType | None], Any] | None:
+    """SIGINT's Python handler (the default raises KeyboardInterrupt) when
+    this is the main thread, else None (no Python handler, or signals cannot
+    be handled on this thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    handler = signal.getsignal(signal.SIGINT)
+    return handler if callable(handler) else None
 
 
 def _step_interruptibly(lib: Any, run: Any, buffer: Any, capacity: int,
                         n_out: Any) -> tuple[int, Callable[[], None] | None]:
     """adil_run_step on a helper thread; SIGINT meanwhile cancels the run.
-    Returns the status and, if SIGINT came, a function that hands it to the
-    handler that was installed before (KeyboardInterrupt by default)."""
+    Returns the status and, if SIGINT came, a function that hands each
+    signal to the handler that was installed before (KeyboardInterrupt by
+    default)."""
     status: list[int] = []
     signals: list[int] = []
     errors: list[BaseException] = []
@@ -466,11 +479,28 @@ def _step_interruptibly(lib: Any, run: Any, buffer: Any, capacity: int,
             raise errors[0]
         finally:
             errors.clear()  # no frame -> list -> exception -> frame cycle
-    if not signals:
+    if not signals or not callable(previous):
         return status[0], None
+    count = len(signals)
+    return status[0], lambda: _hand_on(previous, count, sys._getframe(1))
 
-    def deliver() -> None:
-        if callable(previous):
-            previous(signal.SIGINT, sys._getframe(1))
 
-    return status[0], deliver
+def _hand_on(handler: Callable[[int, FrameType | None], Any], count: int,
+             frame: FrameType | None) -> None:
+    """Calls `handler` once for each of `count` signals, each call even when
+    an earlier one raised (``adil chat``'s handler stops the answer on the
+    first Ctrl-C and leaves on a second one); the last exception raised
+    propagates, with the one before as its ``__context__``."""
+    raised: BaseException | None = None
+    for _ in range(count):
+        try:
+            handler(signal.SIGINT, frame)
+        except BaseException as exc:  # noqa: BLE001 - raised below, after the others ran
+            if raised is not None and raised is not exc and exc.__context__ is None:
+                exc.__context__ = raised
+            raised = exc
+    if raised is not None:
+        try:
+            raise raised
+        finally:
+            raised = None  # no frame -> exception -> frame cycle

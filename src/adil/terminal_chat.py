@@ -418,8 +418,30 @@ def _input_with_editing() -> Callable[[str], str]:
     try:
         import readline  # noqa: F401 - line editing and history for input()
     except ImportError:
-        pass
-    return input
+        return input
+
+    def read_line(prompt: str) -> str:
+        _drain_terminal()
+        return input(prompt)
+
+    return read_line
+
+
+def _drain_terminal() -> None:
+    """Waits until the terminal took the text written to it.  readline
+    waits for that too before it watches the keys, and a Ctrl-C during its
+    wait is seen only at the next key (Python runs signal handlers when
+    readline's select() is interrupted, not before): here the wait is
+    interruptible, so a quick second Ctrl-C after an answer still leaves."""
+    try:
+        import termios
+    except ImportError:
+        return  # not POSIX
+    try:
+        sys.stdout.flush()
+        termios.tcdrain(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError, termios.error):
+        pass  # not a terminal: nothing to wait for
 
 
 def run_terminal_chat(
