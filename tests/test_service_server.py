@@ -151,6 +151,9 @@ def test_request_ids_on_errors(serve: Callable[..., Server]) -> None:
         too_long = http.get("/health", headers={"x-request-id": "a" * 129})
         assert REQUEST_ID.fullmatch(too_long.headers["x-request-id"])
         assert_error(http.get("/adil/v1/generate"), 405, "invalid_argument")
+        # under /v1/, errors before a route was found are OpenAI-shaped too
+        unknown = assert_error(http.post("/v1/nowhere", json={}), 404, "invalid_argument")
+        assert unknown["type"] == "invalid_argument" and unknown["param"] is None
 
 
 # -- bodies -------------------------------------------------------------------------
@@ -172,6 +175,10 @@ def test_malformed_bodies_are_400(serve: Callable[..., Server]) -> None:
         assert_error(http.post(url, json={"prompt": "x", "sampling": {"temperature": -1}}),
                      400, "invalid_argument")
         assert_error(http.post(url, content=b"[" * 100000), 400, "invalid_argument")
+        assert_error(http.post(url, content=b'{"prompt": "x", "max_tokens": NaN}'), 400,
+                     "invalid_argument")
+        assert_error(http.post(url, content=b'{"prompt": [' + b"9" * 5000 + b"]}"), 400,
+                     "invalid_argument")
         # nothing ran: the first turn is still next
         assert http.post(url, json={"prompt": "x"}).json()["text"] == "first"
 

@@ -123,11 +123,13 @@ class Request:
             raise InvalidArgumentError(
                 f"the request body is not valid UTF-8 (byte {exc.start})") from None
         try:
-            return json.loads(text)
+            return json.loads(text, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise InvalidArgumentError(f"the request body is not valid JSON: {exc}") from None
         except RecursionError:
             raise InvalidArgumentError("the request body nests too deeply") from None
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise InvalidArgumentError(f"the request body is not usable JSON: {exc}") from None
 
     def json_object(self) -> dict[str, Any]:
         """:meth:`json`, which must be an object."""
@@ -269,6 +271,10 @@ def sse_event(data: Any, event: str | None = None) -> bytes:
     payload = data if isinstance(data, str) else to_json_bytes(data).decode("utf-8")
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {payload}\n\n".encode()
+
+
+def _no_constant(name: str) -> Any:
+    raise InvalidArgumentError(f"the request body is not valid JSON: {name} is not a JSON value")
 
 
 def _finite(value: Any) -> Any:

@@ -181,7 +181,7 @@ def generate_kwargs(body: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         "stop_tokens": _ints("stop_tokens", body.get("stop_tokens", [])),
         "ignore_eos": _field(body, "ignore_eos", (bool,), False),
         "logprobs": _field(body, "logprobs", (int,), None, nullable=True),
-        "schema": _field(body, "schema", (dict, bool), None, nullable=True),
+        "schema": _field(body, "schema", (dict,), None, nullable=True),
     }
     sampling = _field(body, "sampling", (dict,), None, nullable=True)
     if sampling:

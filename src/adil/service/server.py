@@ -319,14 +319,14 @@ class _Connection:
         request_id = request_id_of(_header(head, b"x-request-id"))
         origin = _header(head, b"origin")
         gate = self.server._gate
+        method = head.method.decode("ascii", "replace").upper()
+        target = head.target.decode("latin-1")
         cors: list[tuple[str, str]] = []
         route: Route | None = None
         try:
             gate.check_host(_header(head, b"host"))
             gate.check_origin(origin)
             cors = gate.cors_headers(origin)
-            method = head.method.decode("ascii", "replace").upper()
-            target = head.target.decode("latin-1")
             parts = urlsplit(target)
             if method == "OPTIONS":
                 await self._drain_body(head)
@@ -337,7 +337,8 @@ class _Connection:
             body = await self._read_body(head)
         except AdilError as exc:
             # The body was not read: this connection cannot carry another request.
-            await self._send_error(exc, request_id, cors, route, close=True)
+            openai = route.openai if route is not None else target.startswith("/v1/")
+            await self._send_error(exc, request_id, cors, openai, close=True)
             return
         request = Request(
             method=method, path=parts.path,
@@ -368,13 +369,13 @@ class _Connection:
                 response = await route.handler(request)
             except AdilError as exc:
                 self.server.host.release_slot(request)
-                await self._send_error(exc, request.request_id, cors, route)
+                await self._send_error(exc, request.request_id, cors, route.openai)
                 return
             except Exception as exc:  # noqa: BLE001 - a bug answers 500, the server stays up
                 log.exception("handler %s %s failed", route.method, route.path)
                 self.server.host.release_slot(request)
                 await self._send_error(EngineInternalError(f"internal error: {exc!r}"),
-                                       request.request_id, cors, route)
+                                       request.request_id, cors, route.openai)
                 return
             if isinstance(response, StreamingResponse):
                 await self._stream(response, request, cors)
@@ -434,8 +435,7 @@ class _Connection:
             raise _Close
 
     async def _send_error(self, error: AdilError, request_id: str, cors: list[tuple[str, str]],
-                          route: Route | None, *, close: bool = False) -> None:
-        openai = route.openai if route is not None else False
+                          openai: bool, *, close: bool = False) -> None:
         body = to_json_bytes(error_body(error, request_id, openai=openai))
         response = Response(body, status_of(error), JSON_TYPE, error_headers(error))
         await self._send(response, request_id, cors, close=close)
@@ -444,7 +444,7 @@ class _Connection:
         """An error before a request head was understood (h11 may refuse to
         send a response then: the connection just closes)."""
         with contextlib.suppress(_Close, h11.LocalProtocolError):
-            await self._send_error(error, request_id_of(None), [], None, close=True)
+            await self._send_error(error, request_id_of(None), [], False, close=True)
 
     async def _write(self, event: Any) -> None:
         data = self.conn.send(event)
