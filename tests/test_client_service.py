@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from adil.client import RemoteModel
 from adil.errors import (
     BusyError,
     CapabilityError,
+    ComponentRefusedError,
     ContextLengthError,
     DeadlineError,
     ModelNotReadyError,
@@ -29,7 +31,7 @@ from adil.errors import (
     PermissionDeniedError,
     ServiceConnectionError,
 )
-from adil.retry import RetryPolicy
+from adil.retry import RetryPolicy, is_retryable
 from adil.service.server import Server
 from adil.tools import Tool, ToolContext, tool
 
@@ -326,3 +328,23 @@ def test_agent_cancel_over_the_client_cancels_the_run_on_the_server(serve: Serve
     assert handle.result(timeout=10).status == "cancelled"
     after = client_of(server, retry=FAST_RETRY, timeout=adil.Timeout(total=8)).model()
     assert len(after.complete("b", max_tokens=3).tokens) == 3
+
+
+@pytest.mark.parametrize(("variant", "code"), [("abi3", "library_refused"),
+                                                ("refuses_host", "host_refused")])
+def test_component_refusal_over_http_is_not_retried(
+        variant_libraries: dict[str, str], tmp_path: Path, variant: str, code: str) -> None:
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"text": "x"}]}), encoding="utf-8")
+    with Server(str(script), library=variant_libraries[variant], port=0) as server:
+        client = client_of(server, retry=FAST_RETRY)
+        with pytest.raises(ComponentRefusedError) as info:
+            for _ in range(200):  # the load runs in the background
+                if client.health()["status"] != "loading":
+                    break
+                time.sleep(0.02)
+            client.model().generate("a", max_tokens=4)
+        assert info.value.code == code
+        assert info.value.status == 503 and info.value.request_id
+        assert not is_retryable(info.value)  # a wrong component set is never retried
+        assert client.health()["error"]["code"] == code
