@@ -18,10 +18,7 @@ const SLOW_TEXT = "abcdefghij".repeat(20);
 // Several retries, a little apart, bounded by the total deadline: "served at
 // once" means within a few polls, not after the uncancelled run's 10 s.
 const PROMPT_RETRY = { maxRetries: 40, initialDelayMs: 20, maxDelayMs: 100 };
-// The server frees the run slot just after a response's last byte, so a
-// request sent the moment the previous one finished may meet busy: the
-// clients of tests that are not about busy retry it a few times.
-const AFTER_PREVIOUS = { maxRetries: 5, initialDelayMs: 20, maxDelayMs: 100 };
+
 
 async function ready(client) {
   for (let i = 0; i < 200; i++) {
@@ -41,12 +38,14 @@ describe("adil serve (stub engine)", { skip: unavailable() ?? false }, () => {
 
   before(async () => {
     [fast, slow] = await Promise.all([
-      startServe({ turns: turns(60, TEXT), context_length: 256 }, ["--api-key", API_KEY]),
+      startServe({ turns: turns(80, TEXT), context_length: 256 }, ["--api-key", API_KEY]),
       startServe({ turns: turns(60, SLOW_TEXT), token_delay_ms: 50 }),
     ]);
     const timeoutMs = { read: 10_000, total: 30_000 };
-    client = new AdilClient(fast.url, { apiKey: API_KEY, timeoutMs, retry: AFTER_PREVIOUS });
-    slowClient = new AdilClient(slow.url, { timeoutMs, retry: AFTER_PREVIOUS });
+    // No retries: the server frees the slot before an answer's last bytes,
+    // so a request sent the moment the previous one ended never meets busy.
+    client = new AdilClient(fast.url, { apiKey: API_KEY, timeoutMs });
+    slowClient = new AdilClient(slow.url, { timeoutMs });
     await Promise.all([ready(client), ready(slowClient)]);
   });
 
@@ -124,10 +123,13 @@ describe("adil serve (stub engine)", { skip: unavailable() ?? false }, () => {
       && error.status === 400 && error.code === "context_length_exceeded" && Boolean(error.requestId));
   });
 
+  test("back-to-back generations never meet busy", async () => {
+    for (let i = 0; i < 20; i++) assert.equal((await client.generate("Hi", { maxTokens: 2 })).tokens.length, 2);
+  });
+
   test("two generations at once: one runs, the other is busy (503, request id)", async () => {
-    const noRetry = new AdilClient(slow.url);
     const runs = await Promise.allSettled([
-      noRetry.generate("a", { maxTokens: 10 }), noRetry.generate("b", { maxTokens: 10 }),
+      slowClient.generate("a", { maxTokens: 40 }), slowClient.generate("b", { maxTokens: 40 }),
     ]);
     const failed = runs.filter((r) => r.status === "rejected");
     assert.equal(failed.length, 1, JSON.stringify(runs.map((r) => r.status)));
@@ -138,13 +140,13 @@ describe("adil serve (stub engine)", { skip: unavailable() ?? false }, () => {
     assert.equal(error.retryAfter, 1);
     assert.ok(error.requestId);
     const done = runs.find((r) => r.status === "fulfilled").value;
-    assert.equal(done.tokens.length, 10);
+    assert.equal(done.tokens.length, 40);
   });
 
   // After a run the client gave up on, the next request is served promptly:
   // the server cancelled that run (uncancelled, it would hold the slot 10 s).
   async function servedPromptly() {
-    const next = new AdilClient(slow.url, { retry: PROMPT_RETRY, timeoutMs: { total: 3000 } });
+    const next = new AdilClient(slow.url, { retry: PROMPT_RETRY, timeoutMs: { total: 5000 } });
     const result = await next.generate("next", { maxTokens: 2 });
     assert.equal(result.tokens.length, 2);
   }
