@@ -5,6 +5,7 @@ running a stub-scripted tool call with a confirmation unchanged."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -348,3 +349,22 @@ def test_component_refusal_over_http_is_not_retried(
         assert info.value.status == 503 and info.value.request_id
         assert not is_retryable(info.value)  # a wrong component set is never retried
         assert client.health()["error"]["code"] == code
+
+
+def test_a_dropped_generation_frees_the_slot(serve: Serve) -> None:
+    server = serve(slow(50))
+    generation = client_of(server).model().generate("a", max_tokens=None)
+    next(generation)
+    del generation
+    gc.collect()
+    after = client_of(server, retry=FAST_RETRY, timeout=adil.Timeout(total=8)).model()
+    assert len(after.complete("b", max_tokens=3).tokens) == 3
+
+
+def test_bytes_prompts_and_invalid_utf8(serve: Serve) -> None:
+    server = serve({"turns": [{"text": "ok"}]})
+    model = client_of(server).model()
+    assert model.complete(b"hi", max_tokens=8).text == "ok"
+    with pytest.raises(adil.InvalidArgumentError):
+        model.tokenize(b"\xff")
+    assert model.ready()

@@ -120,17 +120,21 @@ class RemoteModel:
     def n_vocab(self) -> int:
         return self.info.n_vocab
 
+    def ready(self) -> bool:
+        """True when the service's model can serve a generation now."""
+        health = self._transport.request("GET", "/health")
+        return isinstance(health, dict) and health.get("status") == "ready"
+
     def cancel_token(self) -> RemoteCancelToken:
         """A new cancel flag for :meth:`generate`'s ``cancel=``."""
         return RemoteCancelToken()
 
     # -- tokens -------------------------------------------------------------
-    def tokenize(self, text: str, *, add_bos: bool | None = None, special: bool = True,
+    def tokenize(self, text: str | bytes, *, add_bos: bool | None = None, special: bool = True,
                  timeout: Timeout | float | None = None) -> npt.NDArray[np.int32]:
-        if not isinstance(text, str):
-            raise InvalidArgumentError(f"text must be a str, got {type(text).__name__}")
         body = self._transport.request(
-            "POST", "/adil/v1/tokenize", {"text": text, "add_bos": add_bos, "special": special},
+            "POST", "/adil/v1/tokenize",
+            {"text": _text("text", text), "add_bos": add_bos, "special": special},
             timeout=as_timeout(timeout))
         return np.asarray(body["tokens"], dtype=np.int32)
 
@@ -171,7 +175,7 @@ class RemoteModel:
     # -- generation -------------------------------------------------------
     def generate(
         self,
-        prompt: str | Sequence[int] | npt.NDArray[np.int32],
+        prompt: str | bytes | Sequence[int] | npt.NDArray[np.int32],
         *,
         max_tokens: int | None = 256,
         sampling: Sampling | None = None,
@@ -211,7 +215,8 @@ class RemoteModel:
         deadline = self._transport.deadline(as_timeout(timeout))
         limits = deadline.timeout
         body: dict[str, Any] = {
-            "prompt": prompt if isinstance(prompt, str) else _ids(prompt),
+            "prompt": (_text("prompt", prompt) if isinstance(prompt, str | bytes)
+                       else _ids(prompt)),
             "max_tokens": max_tokens,
             "sampling": dataclasses.asdict(chosen),
             "stop": [stop] if isinstance(stop, str) else list(stop),
@@ -237,7 +242,7 @@ class RemoteModel:
         answer: ChatResponse | ChatStream = chat(cast(Any, self), messages, **options)
         return answer
 
-    def complete(self, prompt: str | Sequence[int] | npt.NDArray[np.int32],
+    def complete(self, prompt: str | bytes | Sequence[int] | npt.NDArray[np.int32],
                  **kwargs: Any) -> Completion:
         """Runs a generation to its end (the arguments of :meth:`generate`)."""
         with self.generate(prompt, **kwargs) as generation:
@@ -379,6 +384,14 @@ class RemoteGeneration(Iterator[Piece]):
                     self._end("cancelled", acknowledged=True)
         self._stream.close()
 
+    def __del__(self) -> None:
+        # A generation dropped unread still frees the service's run slot.
+        try:
+            if getattr(self, "stop_reason", None) == "running":
+                self.close()
+        except Exception:  # noqa: BLE001 - nothing may escape a finalizer
+            pass
+
     def __enter__(self) -> RemoteGeneration:
         return self
 
@@ -403,6 +416,19 @@ def _ids(ids: Sequence[int] | npt.NDArray[Any]) -> list[int]:
         return [int(t) for t in ids]
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"token ids must be ints: {exc}") from exc
+
+
+def _text(name: str, text: object) -> str:
+    """`text` as a str (bytes must be UTF-8: the wire carries JSON text)."""
+    if isinstance(text, bytes):
+        try:
+            return text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidArgumentError(
+                f"{name}: the service takes UTF-8 text; these bytes are not: {exc}") from exc
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"{name} must be a str, got {type(text).__name__}")
+    return text
 
 
 def _left(deadline: Deadline) -> float | None:
