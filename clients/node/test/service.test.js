@@ -118,6 +118,14 @@ describe("adil serve (stub engine)", { skip: unavailable() ?? false }, () => {
     }
   });
 
+  test("a page's Origin that is not allowed: permission_denied, 403, nothing runs", async () => {
+    const page = new AdilClient(fast.url, { apiKey: API_KEY, headers: { origin: "http://evil.example" } });
+    await assert.rejects(page.generate("Hi"), (error) => error instanceof PermissionDeniedError
+      && error.status === 403 && /evil\.example/.test(error.message) && Boolean(error.requestId));
+    // The turn it would have taken is still the next one.
+    assert.equal((await client.generate("Hi", { maxTokens: 64 })).text, TEXT);
+  });
+
   test("a prompt longer than the context: context_length_exceeded, 400", async () => {
     await assert.rejects(client.generate("x".repeat(1000)), (error) => error instanceof ContextLengthError
       && error.status === 400 && error.code === "context_length_exceeded" && Boolean(error.requestId));

@@ -2,12 +2,15 @@
 // on scripted stub engines: model not ready (then served on retry),
 // capability, output validation, host refusal.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import net from "node:net";
+import readline from "node:readline";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import {
-  AdilClient, AdilError, CapabilityError, ComponentRefusedError, ModelNotReadyError, OutputValidationError,
+  AdilClient, AdilError, CapabilityError, DeadlineError, ComponentRefusedError, ModelNotReadyError, OutputValidationError,
 } from "../src/index.js";
 import { startServe, unavailable } from "../testing/adil_serve.js";
 
@@ -82,3 +85,34 @@ describe("adil serve error rows (stub engine)", { skip: unavailable() ?? false }
       && error instanceof AdilError && error.code === "host_refused" && error.status === 503);
   });
 });
+
+// A port that accepts no connection: a socket that listens with a full
+// backlog and never accepts (SYNs are dropped), so connecting hangs.
+test("connecting to a blackholed port: DeadlineError from the read deadline", { skip: unavailable() ?? false },
+  async () => {
+    const holder = spawn(process.env.PYTHON ?? "python3", ["-c", [
+      "import socket, sys",
+      "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)",
+      "print(s.getsockname()[1], flush=True)",
+      "sys.stdin.read()",
+    ].join("\n")], { stdio: ["pipe", "pipe", "inherit"] });
+    const fillers = [];
+    try {
+      const lines = readline.createInterface({ input: holder.stdout });
+      const port = Number(await new Promise((resolve) => lines.once("line", resolve)));
+      // Fill the accept queue (backlog 0 holds one; two to be sure).
+      for (let i = 0; i < 2; i++) {
+        const socket = net.connect(port, "127.0.0.1");
+        socket.on("error", () => {});
+        fillers.push(socket);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const client = new AdilClient(`http://127.0.0.1:${port}`, { timeoutMs: { read: 300, total: 5000 } });
+      await assert.rejects(client.health(), (error) => error instanceof DeadlineError
+        && error.limit === "read" && error.status === null);
+    } finally {
+      fillers.forEach((socket) => socket.destroy());
+      holder.stdin.end();
+      holder.kill();
+    }
+  });
