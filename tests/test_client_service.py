@@ -368,3 +368,25 @@ def test_bytes_prompts_and_invalid_utf8(serve: Serve) -> None:
     with pytest.raises(adil.InvalidArgumentError):
         model.tokenize(b"\xff")
     assert model.ready()
+
+
+def test_concurrent_clients_all_served_by_retrying_busy(serve: Serve) -> None:
+    server = serve({"turns": [{"text": "abcd"}], "token_delay_ms": 1})
+    client = client_of(server, retry=FAST_RETRY, timeout=adil.Timeout(total=60))
+    results: list[str] = []
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        model = client.model()
+        try:
+            for _ in range(5):
+                results.append(model.complete("x", max_tokens=4).text)
+        except adil.AdilError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == [] and len(results) == 50

@@ -48,13 +48,11 @@ def test_refused_connection_is_a_refused_service_connection_error() -> None:
 
 
 def test_refused_connections_are_retried_within_the_total_deadline() -> None:
-    calls: list[float] = []
     policy = RetryPolicy(max_retries=100, initial_delay=0.05, max_delay=0.1)
     client = adil.Client(f"http://127.0.0.1:{free_port()}", retry=policy,
                          timeout=adil.Timeout(total=0.5))
     started = time.monotonic()
     with pytest.raises(ServiceConnectionError) as info:
-        calls.append(time.monotonic())
         client.model().tokenize("x")
     assert info.value.refused is True
     assert time.monotonic() - started < 5  # gave up at the total deadline, not after 100 tries
@@ -256,3 +254,21 @@ def test_error_bodies_map_by_code() -> None:
     assert isinstance(host, ComponentRefusedError) and host.code == "host_refused"
     other = error_from_body("<html>", 502, "r3")
     assert type(other) is adil.AdilError and other.status == 502
+
+
+def pinging(connection: socket.socket) -> None:
+    """One piece, then only ``: ping`` comments (the socket is never silent)."""
+    connection.sendall(SSE_HEAD + piece("a"))
+    while True:
+        connection.sendall(chunk(b": ping\n\n"))
+        time.sleep(0.05)
+
+
+def test_pings_are_not_tokens_for_the_read_limit(peer: Any) -> None:
+    p = peer(pinging)
+    generation = model_of(p, adil.Timeout(read=0.3, total=20)).generate("x")
+    assert next(generation).text == "a"
+    with pytest.raises(DeadlineError) as info:
+        next(generation)
+    assert info.value.limit == "read" and info.value.request_id == "req_scripted"
+    assert p.client_closed.wait(5)
