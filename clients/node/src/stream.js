@@ -90,7 +90,6 @@ export class GenerationStream {
     this.closer = closer;
     this.decode = decode;
     this.requestId = null;
-    this.attempt = null;
     this.items = [];
     this.waiter = null;
     this.finished = false;
@@ -103,10 +102,7 @@ export class GenerationStream {
     });
     this.result.catch(() => {}); // awaited or not: never an unhandled rejection
     const sink = {
-      started: (attempt) => {
-        this.attempt = attempt;
-        this.requestId = attempt.requestId;
-      },
+      started: (attempt) => { this.requestId = attempt.requestId; },
       take: (event, attempt) => this.#take(event, attempt),
     };
     run(sink).then(() => this.#finish(null), (error) => this.#finish(error));
