@@ -228,7 +228,9 @@ class Transport:
             try:
                 response.read()
             except httpx.TimeoutException as exc:
-                raise self._deadline_error("read", deadline, exc) from exc
+                error = self._deadline_error("read", deadline, exc)
+                error.request_id = response.headers.get("x-request-id")
+                raise error from exc
             except httpx.TransportError as exc:
                 raise ServiceConnectionError(
                     f"the connection dropped: {exc}",
@@ -252,7 +254,15 @@ class Transport:
         should_stop = None if cancel is None else cancel.cancelled
 
         def attempt() -> EventStream:
-            return EventStream(self._send("POST", path, body, deadline), deadline, cancel)
+            response = self._send("POST", path, body, deadline)
+            kind = response.headers.get("content-type", "")
+            if not kind.startswith("text/event-stream"):
+                response.close()
+                raise ServiceConnectionError(
+                    f"{path}: the service answered {kind or 'without a content type'}, not a "
+                    "stream of events (is this an adil service?)", status=response.status_code,
+                    request_id=response.headers.get("x-request-id"))
+            return EventStream(response, deadline, cancel)
 
         stream: EventStream = self._attempts(attempt, deadline, should_stop)
         return stream
