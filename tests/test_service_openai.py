@@ -32,6 +32,7 @@ from adil.service.openai_compat import (
 )
 
 WriteScript = Callable[..., str]
+Serve = Callable[..., tuple[Any, str]]
 USER = [{"role": "user", "content": "Weather in Oslo?"}]
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city.",
@@ -346,19 +347,24 @@ def test_a_prefill_error_is_a_status_not_a_stream(stub_engine: adil.Engine,
 
 # -- over HTTP: adil.service.Server on the stub ------------------------------------------
 
-openai = pytest.importorskip("openai")
+try:
+    import openai
+except ImportError:  # the test extra has it
+    openai = None
+pytestmark_openai = pytest.mark.skipif(openai is None, reason="the openai package is not "
+                                       "installed (pip install '.[test]')")
 
 
 @pytest.fixture
-def serve(write_script: WriteScript) -> Iterator[Callable[..., tuple[str, str]]]:
-    """Starts a Server on a stub script; returns (base url, model name) once
-    the model is loaded."""
+def serve(write_script: WriteScript) -> Iterator[Callable[..., tuple[Any, str]]]:
+    """Starts a Server on a stub script; returns (the server, the model's
+    name) once the model is loaded."""
     from adil.service.server import Server
 
     servers: list[Server] = []
 
     def start(script: dict[str, Any] | None, model: str | None = None,
-              **kwargs: Any) -> tuple[str, str]:
+              **kwargs: Any) -> tuple[Any, str]:
         """`script` on the stub, or `model` (a GGUF path) on the default engine."""
         if script is not None:
             model, kwargs["library"] = write_script(script), adil.STUB_LIBRARY
@@ -372,25 +378,30 @@ def serve(write_script: WriteScript) -> Iterator[Callable[..., tuple[str, str]]]
                 break
             time.sleep(0.02)
         assert health["status"] == "ready", health
-        return server.url, health["model"]
+        return server, health["model"]
 
     yield start
     for server in servers:
         server.stop()
 
 
-def _client(url: str) -> Any:
-    return openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=60)
+def _client(server: Any) -> Any:
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0,
+                         timeout=60)
 
 
-def test_the_openai_client_chats(serve: Callable[..., tuple[str, str]]) -> None:
-    url, name = serve({"turns": [
+@pytestmark_openai
+def test_the_openai_client_chats(serve: Serve) -> None:
+    server, name = serve({"turns": [
         {"text": "Hello there."}, {"text": "Hello again."}, CALL_TURN,
         {"text": '{"city": "Oslo"}'}, {"text": "It is 21 degrees."}]})
-    client = _client(url)
+    client = _client(server)
     assert [m.id for m in client.models.list()] == [name]
     resp = client.chat.completions.create(model=name, messages=USER, temperature=0, seed=1,
-                                          max_tokens=50)
+                                          max_tokens=50, logprobs=True, top_logprobs=1)
+    tokens = resp.choices[0].logprobs.content
+    assert "".join(t.token for t in tokens) == "Hello there."
+    assert (tokens[0].logprob, tokens[0].bytes, tokens[0].top_logprobs[0].token) == (0.0, [72], "H")
     assert resp.id.startswith("chatcmpl-") and resp.object == "chat.completion"
     assert resp.model == name
     choice = resp.choices[0]
@@ -426,11 +437,12 @@ def test_the_openai_client_chats(serve: Callable[..., tuple[str, str]]) -> None:
     assert resp.choices[0].message.content == "It is 21 degrees."
 
 
-def test_the_openai_client_streams_tool_calls(serve: Callable[..., tuple[str, str]]) -> None:
+@pytestmark_openai
+def test_the_openai_client_streams_tool_calls(serve: Serve) -> None:
     # forced calls are the bare envelope (no tags), as in test_chat_api
     forced = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
-    url, name = serve({"turns": [CALL_TURN, {"text": forced}]})
-    stream = _client(url).chat.completions.create(model=name, messages=USER, tools=[WEATHER],
+    server, name = serve({"turns": [CALL_TURN, {"text": forced}]})
+    stream = _client(server).chat.completions.create(model=name, messages=USER, tools=[WEATHER],
                                                   tool_choice="auto", stream=True)
     chunks = list(stream)
     calls = [tc for c in chunks for tc in (c.choices[0].delta.tool_calls or [])]
@@ -439,7 +451,7 @@ def test_the_openai_client_streams_tool_calls(serve: Callable[..., tuple[str, st
         "get_weather", {"city": "Oslo"})
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
     # a forced call: no content at all, only the call
-    chunks = list(_client(url).chat.completions.create(
+    chunks = list(_client(server).chat.completions.create(
         model=name, messages=USER, tools=[WEATHER], stream=True,
         tool_choice={"type": "function", "function": {"name": "get_weather"}}))
     assert not "".join(c.choices[0].delta.content or "" for c in chunks)
@@ -447,9 +459,10 @@ def test_the_openai_client_streams_tool_calls(serve: Callable[..., tuple[str, st
     assert [json.loads(tc.function.arguments) for tc in calls] == [{"city": "Oslo"}]
 
 
-def test_the_openai_client_completes(serve: Callable[..., tuple[str, str]]) -> None:
-    url, name = serve({"turns": [{"text": "Once upon a time."}, {"text": "Once upon a time."}]})
-    client = _client(url)
+@pytestmark_openai
+def test_the_openai_client_completes(serve: Serve) -> None:
+    server, name = serve({"turns": [{"text": "Once upon a time."}, {"text": "Once upon a time."}]})
+    client = _client(server)
     resp = client.completions.create(model=name, prompt="Tell me", max_tokens=4, logprobs=1)
     assert resp.object == "text_completion" and resp.id.startswith("cmpl-")
     choice = resp.choices[0]
@@ -463,9 +476,10 @@ def test_the_openai_client_completes(serve: Callable[..., tuple[str, str]]) -> N
     assert parts[-1].choices[0].finish_reason == "stop"
 
 
-def test_errors_in_openai_envelope(serve: Callable[..., tuple[str, str]]) -> None:
-    url, name = serve({"turns": [{"text": "x"}], "context_length": 8})
-    client = _client(url)
+@pytestmark_openai
+def test_errors_in_openai_envelope(serve: Serve) -> None:
+    server, name = serve({"turns": [{"text": "x"}], "context_length": 8})
+    client = _client(server)
     with pytest.raises(openai.BadRequestError) as bad:
         client.chat.completions.create(model=name, messages=USER, temperature="hot")  # type: ignore[arg-type]
     assert bad.value.status_code == 400 and bad.value.code == "invalid_argument"
@@ -479,20 +493,20 @@ def test_errors_in_openai_envelope(serve: Callable[..., tuple[str, str]]) -> Non
         client.chat.completions.create(model=name, messages=USER, n=2)
     assert (many.value.status_code, many.value.code) == (501, "unsupported_capability")
     # raw: the whole envelope, the request id kept
-    raw = httpx.post(url + "/v1/chat/completions", content=b'{"messages": [',
+    raw = httpx.post(server.url + "/v1/chat/completions", content=b'{"messages": [',
                      headers={"x-request-id": "my-req.1", "content-type": "application/json"})
     assert raw.status_code == 400 and raw.headers["x-request-id"] == "my-req.1"
     error = raw.json()["error"]
     assert error["code"] == error["type"] == "invalid_argument"
     assert (error["param"], error["request_id"], error["status"]) == (None, "my-req.1", 400)
-    raw = httpx.post(url + "/v1/completions", json={"prompt": "x", "max_tokens": 0})
+    raw = httpx.post(server.url + "/v1/completions", json={"prompt": "x", "max_tokens": 0})
     assert raw.status_code == 400 and "max_tokens" in raw.json()["error"]["message"]
     assert raw.headers["x-request-id"].startswith("req_")
 
 
-def test_sse_framing(serve: Callable[..., tuple[str, str]]) -> None:
-    url, name = serve({"turns": [{"text": "Hé!"}]})
-    with httpx.stream("POST", url + "/v1/chat/completions",
+def test_sse_framing(serve: Serve) -> None:
+    server, name = serve({"turns": [{"text": "Hé!"}]})
+    with httpx.stream("POST", server.url + "/v1/chat/completions",
                       json={"model": name, "messages": USER, "stream": True}) as resp:
         assert resp.status_code == 200
         assert resp.headers["content-type"].startswith("text/event-stream")
@@ -503,13 +517,18 @@ def test_sse_framing(serve: Callable[..., tuple[str, str]]) -> None:
     assert "".join(p["choices"][0]["delta"].get("content", "") for p in payloads[:-1]) == "Hé!"
 
 
-def test_a_client_gone_mid_stream_cancels_its_run(serve: Callable[..., tuple[str, str]]) -> None:
-    url, name = serve({"turns": [{"text": "a" * 400}, {"text": "next"}], "token_delay_ms": 20})
-    client = _client(url)
-    stream = client.chat.completions.create(model=name, messages=USER, stream=True)
+@pytestmark_openai
+def test_a_client_gone_mid_stream_cancels_its_run(serve: Serve) -> None:
+    server, name = serve({"turns": [{"text": "a" * 400}, {"text": "next"}], "token_delay_ms": 20})
+    client = _client(server)
+    stream = client.chat.completions.create(model=name, messages=USER, stream=True,
+                                            extra_headers={"x-request-id": "leaver-1"})
     first = next(iter(stream))
     assert first.choices[0].delta.role == "assistant"
     stream.close()
+    outcome = server.host.wait_outcome("leaver-1", 30)
+    assert outcome is not None and outcome["stop_reason"] == "cancelled", outcome
+    assert outcome["cancel_acknowledged"] and outcome["n_tokens"] < 400
     # The slot frees once the engine stopped: a later request is served
     # (busy only while the cancelled run winds down).
     deadline = time.monotonic() + 30
@@ -523,13 +542,14 @@ def test_a_client_gone_mid_stream_cancels_its_run(serve: Callable[..., tuple[str
     assert resp.choices[0].message.content == "next"
 
 
-def test_smollm2_end_to_end(serve: Callable[..., tuple[str, str]]) -> None:
+@pytestmark_openai
+def test_smollm2_end_to_end(serve: Serve) -> None:
     try:
         path = adil.models.path("smollm2-135m-instruct", progress=False)
     except adil.AdilError as exc:
         pytest.skip(f"SmolLM2-135M-Instruct is not available here: {exc}")
-    url, name = serve(None, model=path, context_length=512)
-    client = _client(url)
+    server, name = serve(None, model=path, context_length=512)
+    client = _client(server)
     resp = client.chat.completions.create(
         model=name, messages=[{"role": "user", "content": "What is the capital of France?"}],
         temperature=0, max_tokens=24)
