@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -499,6 +500,15 @@ def test_errors_in_openai_envelope(serve: Serve) -> None:
     error = raw.json()["error"]
     assert error["code"] == error["type"] == "invalid_argument"
     assert (error["param"], error["request_id"], error["status"]) == (None, "my-req.1", 400)
+    for body, code, match in [
+            ({"messages": [{"role": "robot", "content": "x"}]}, "invalid_argument",
+             r"messages\[0\]\.role"),
+            ({"messages": USER, "tools": [{"type": "function", "function": {
+                "name": "f", "parameters": {"type": "object", "properties": {
+                    "x": {"type": "strange"}}}}}]}, "tool_schema_invalid", "strange")]:
+        raw = httpx.post(server.url + "/v1/chat/completions", json=body)
+        assert (raw.status_code, raw.json()["error"]["code"]) == (400, code), raw.text
+        assert re.search(match, raw.json()["error"]["message"]), raw.text
     raw = httpx.post(server.url + "/v1/completions", json={"prompt": "x", "max_tokens": 0})
     assert raw.status_code == 400 and "max_tokens" in raw.json()["error"]["message"]
     assert raw.headers["x-request-id"].startswith("req_")
@@ -525,6 +535,11 @@ def test_a_client_gone_mid_stream_cancels_its_run(serve: Serve) -> None:
                                             extra_headers={"x-request-id": "leaver-1"})
     first = next(iter(stream))
     assert first.choices[0].delta.role == "assistant"
+    # one run at a time: another request meanwhile is busy, with Retry-After
+    with pytest.raises(openai.APIStatusError) as busy:
+        client.completions.create(model=name, prompt="x")
+    assert (busy.value.status_code, busy.value.code) == (503, "busy")
+    assert busy.value.response.headers["retry-after"] == "1"
     stream.close()
     outcome = server.host.wait_outcome("leaver-1", 30)
     assert outcome is not None and outcome["stop_reason"] == "cancelled", outcome
