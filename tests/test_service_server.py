@@ -501,3 +501,28 @@ def test_next_request_right_after_the_last_event_is_not_busy(
                 assert other.post("/adil/v1/generate", json={"prompt": "y"}).status_code == 200
             assert http.post("/adil/v1/generate", json={"prompt": "x"}).status_code == 200
             assert other.post("/adil/v1/generate", json={"prompt": "y"}).status_code == 200
+
+
+def test_stop_while_loading_and_port_in_use(serve: Callable[..., Server],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    real_open = model_host.open_model
+    loaded: list[Any] = []
+
+    def slow_open(config: Any, on_engine: Any) -> Any:
+        assert release.wait(WAIT)
+        engine, model = real_open(config, on_engine)
+        loaded.append(model)
+        return engine, model
+
+    monkeypatch.setattr(model_host, "open_model", slow_open)
+    server = serve(turns("x"), wait=False)
+    taken = Server("unused.json", library=adil.STUB_LIBRARY, port=server.port)
+    with pytest.raises(OSError):
+        taken.start()
+    server.stop()  # returns while the load still waits
+    release.set()
+    server.host.wait_loaded(WAIT)
+    assert len(loaded) == 1
+    with pytest.raises(adil.AdilError):  # closed by the loader: the server had stopped
+        loaded[0].tokenize("x")
