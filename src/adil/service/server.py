@@ -43,6 +43,10 @@ __all__ = ["Server"]
 log = logging.getLogger("adil.service")
 
 _READ_SIZE = 65536
+# After an early answer (413...): how long and how much of the unread body
+# is read and dropped before the connection closes.
+_LINGER_SECONDS = 2.0
+_LINGER_BYTES = 64 << 20
 SERVER_HEADER = ("server", "adil")
 
 
@@ -220,21 +224,40 @@ class _Connection:
         self.writer = writer
         self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self.config.max_head_bytes)
         self.eof = False
+        self.keep_alive = True
 
     async def serve(self) -> None:
         first = True
         while True:
             try:
                 await self._one_request(first)
-            except (_Close, OSError, h11.ProtocolError):
+            except _Close:
+                await self._linger()
+                return
+            except (OSError, h11.ProtocolError):
                 return  # the client went away, or the exchange cannot go on
             first = False
-            if self.conn.our_state is h11.MUST_CLOSE or self.conn.their_state is not h11.DONE:
+            reusable = self.conn.our_state is h11.DONE and self.conn.their_state is h11.DONE
+            if not (self.keep_alive and reusable):
                 return
             try:
                 self.conn.start_next_cycle()
             except h11.LocalProtocolError:
                 return
+
+    async def _linger(self) -> None:
+        """Closing with a request body still coming (413, 401...): read and
+        drop what the client still sends, for a little while, so that it
+        reads the answer instead of a connection reset."""
+        if self.conn.their_state is not h11.SEND_BODY or self.eof:
+            return
+        with contextlib.suppress(OSError, asyncio.TimeoutError):
+            self.writer.write_eof()
+            await asyncio.wait_for(self._discard(_LINGER_BYTES), _LINGER_SECONDS)
+
+    async def _discard(self, limit: int) -> None:
+        while limit > 0 and (data := await self.reader.read(_READ_SIZE)):
+            limit -= len(data)
 
     # -- receiving ----------------------------------------------------------
     async def _receive(self) -> Any:
@@ -403,6 +426,8 @@ class _Connection:
                     break
                 if len(self.conn.trailing_data[0]) <= self.config.max_body_bytes:
                     self.conn.receive_data(data)
+                else:  # too much sent ahead: this connection ends after the answer
+                    self.keep_alive = False
         self.eof = True
         request.disconnected.set()
 
