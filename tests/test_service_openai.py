@@ -373,8 +373,10 @@ def serve(write_script: WriteScript) -> Iterator[Callable[..., tuple[Any, str]]]
         server = Server(model, port=0, **kwargs)
         servers.append(server.start())
         deadline = time.monotonic() + 120
+        key = kwargs.get("api_key")
+        headers = {"authorization": f"Bearer {key}"} if key else {}
         while True:
-            health = httpx.get(server.url + "/health", timeout=10).json()
+            health = httpx.get(server.url + "/health", headers=headers, timeout=10).json()
             if health["status"] != "loading" or time.monotonic() > deadline:
                 break
             time.sleep(0.02)
@@ -386,8 +388,8 @@ def serve(write_script: WriteScript) -> Iterator[Callable[..., tuple[Any, str]]]
         server.stop()
 
 
-def _client(server: Any) -> Any:
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0,
+def _client(server: Any, api_key: str = "unused") -> Any:
+    return openai.OpenAI(base_url=server.url + "/v1", api_key=api_key, max_retries=0,
                          timeout=60)
 
 
@@ -525,6 +527,18 @@ def test_sse_framing(serve: Serve) -> None:
     assert raw.endswith("data: [DONE]\n\n")
     payloads = _sse_payloads(raw)
     assert "".join(p["choices"][0]["delta"].get("content", "") for p in payloads[:-1]) == "Hé!"
+
+
+@pytestmark_openai
+def test_the_api_key_is_the_openai_clients(serve: Serve) -> None:
+    server, name = serve({"turns": [{"text": "ok"}]}, api_key="s3cret")
+    with pytest.raises(openai.AuthenticationError) as denied:
+        _client(server, "wrong").models.list()
+    assert (denied.value.status_code, denied.value.code) == (401, "permission_denied")
+    client = _client(server, "s3cret")
+    assert [m.id for m in client.models.list()] == [name]
+    assert client.chat.completions.create(model=name, messages=USER).choices[0].message.content \
+        == "ok"
 
 
 @pytestmark_openai
