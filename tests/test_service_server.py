@@ -529,3 +529,26 @@ def test_stop_while_loading_and_port_in_use(serve: Callable[..., Server],
     assert len(loaded) == 1
     with pytest.raises(adil.AdilError):  # closed by the loader: the server had stopped
         loaded[0].tokenize("x")
+
+
+@pytest.mark.parametrize(("variant", "code"), [("refuses_host", "host_refused"),
+                                               ("abi1", "library_refused"),
+                                               ("abi3", "library_refused")])
+def test_refused_components_fail_the_load(write_script: Callable[..., str],
+                                          variant_libraries: dict[str, str], variant: str,
+                                          code: str) -> None:
+    """A service whose engine is not of the version-2 set: /health says
+    failed with the refusal's code; operations get it as a 503."""
+    server = Server(write_script({"turns": [{"text": "x"}]}),
+                    library=variant_libraries[variant], port=0).start()
+    try:
+        assert server.host.wait_loaded(WAIT) == "failed"
+        with client(server) as http:
+            health = http.get("/health").json()
+            assert health["status"] == "failed" and health["error"]["code"] == code
+            assert health["components"] is None
+            response = http.post("/adil/v1/generate", json={"prompt": "x"})
+            assert_error(response, 503, code)
+            assert response.headers["retry-after"] == "1"
+    finally:
+        server.stop()
