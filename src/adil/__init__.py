@@ -17,7 +17,7 @@ from ._binding import ENGINE_LIBRARY, STUB_LIBRARY
 from .agent import Agent, AgentHandle, DisplayField, Proposal, RunOutcome, ToolCall
 from .cancel import CancelToken
 from .chat_api import ChatChunk, ChatResponse, ChatStream
-from .client import Client
+from .client import Client, OpenAIClient
 from .engine import Engine, EngineInfo, Model, ModelInfo
 from .errors import (
     AdilError,
@@ -76,6 +76,7 @@ __all__ = [
     "ModelFormatError",
     "ModelInfo",
     "ModelNotReadyError",
+    "OpenAIClient",
     "OutputValidationError",
     "PermissionDeniedError",
     "Piece",

@@ -24,9 +24,38 @@ if TYPE_CHECKING:
     from .remote_model import RemoteModel
     from .transport import Transport
 
-__all__ = ["Client"]
+__all__ = ["Client", "make_transport"]
 
 _DEFAULT_RETRY = RetryPolicy()
+
+
+def make_transport(base_url: str, *, timeout: Timeout | float | None,
+                   retry: RetryPolicy | None, max_retries: int | None, api_key: str | None,
+                   headers: Mapping[str, str] | None, errors: Any = None) -> Transport:
+    """The checked arguments of a client as its :class:`Transport`
+    (`errors`: the error body reader, None for an adil service's)."""
+    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+        raise InvalidArgumentError(f"base_url must be an http(s) URL, got {base_url!r}")
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise InvalidArgumentError(f"retry must be an adil.retry.RetryPolicy or None, "
+                                   f"got {retry!r}")
+    if max_retries is not None:
+        check_int("max_retries", max_retries, low=0)
+        retry = RetryPolicy(max_retries=max_retries) if retry is None else RetryPolicy(
+            max_retries=max_retries, initial_delay=retry.initial_delay,
+            max_delay=retry.max_delay, multiplier=retry.multiplier, jitter=retry.jitter)
+    try:  # httpx is the service extra's: import adil works without it
+        from .transport import Transport
+    except ImportError as exc:
+        raise ImportError("adil.Client needs httpx: pip install 'adil[service]'") from exc
+    all_headers = dict(headers or {})
+    if api_key is not None:
+        if not isinstance(api_key, str) or not api_key:
+            raise InvalidArgumentError("api_key must be a non-empty str")
+        all_headers["authorization"] = f"Bearer {api_key}"
+    extra = {} if errors is None else {"errors": errors}
+    return Transport(base_url, timeout=as_timeout(timeout) or Timeout(), retry=retry,
+                     headers=all_headers, **extra)
 
 
 class Client:
@@ -43,27 +72,9 @@ class Client:
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise InvalidArgumentError(f"base_url must be an http(s) URL, got {base_url!r}")
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            raise InvalidArgumentError(f"retry must be an adil.retry.RetryPolicy or None, "
-                                       f"got {retry!r}")
-        if max_retries is not None:
-            check_int("max_retries", max_retries, low=0)
-            retry = RetryPolicy(max_retries=max_retries) if retry is None else RetryPolicy(
-                max_retries=max_retries, initial_delay=retry.initial_delay,
-                max_delay=retry.max_delay, multiplier=retry.multiplier, jitter=retry.jitter)
-        try:  # httpx is the service extra's: import adil works without it
-            from .transport import Transport
-        except ImportError as exc:
-            raise ImportError("adil.Client needs httpx: pip install 'adil[service]'") from exc
-        all_headers = dict(headers or {})
-        if api_key is not None:
-            if not isinstance(api_key, str) or not api_key:
-                raise InvalidArgumentError("api_key must be a non-empty str")
-            all_headers["authorization"] = f"Bearer {api_key}"
-        self._transport: Transport = Transport(base_url, timeout=as_timeout(timeout) or Timeout(),
-                                    retry=retry, headers=all_headers)
+        self._transport: Transport = make_transport(
+            base_url, timeout=timeout, retry=retry, max_retries=max_retries, api_key=api_key,
+            headers=headers)
 
     @property
     def base_url(self) -> str:

@@ -49,7 +49,8 @@ from ..errors import (
 from ..retry import RetryPolicy
 from ..timeouts import Deadline, Timeout
 
-__all__ = ["AbortReason", "Event", "EventStream", "Stopped", "Transport", "error_from_body"]
+__all__ = ["AbortReason", "ErrorMapper", "Event", "EventStream", "Stopped", "Transport",
+           "error_from_body"]
 
 AbortReason = Literal["total", "read", "cancelled", "closed"]
 # A timeout that expires this close to the total deadline counts as the total.
@@ -110,14 +111,21 @@ def _refused(exc: BaseException) -> bool:
     return "connection refused" in str(exc).lower()
 
 
+# An error body, its HTTP status and request id -> the SDK error.
+ErrorMapper = Callable[[Any, int | None, str | None], AdilError]
+
+
 class Transport:
-    """One service's base URL, headers, default timeout and retry policy."""
+    """One service's base URL, headers, default timeout and retry policy;
+    `errors` reads error bodies (an adil service's by default; the OpenAI
+    client's reads other servers' envelopes too)."""
 
     def __init__(self, base_url: str, *, timeout: Timeout, retry: RetryPolicy | None,
-                 headers: Mapping[str, str]) -> None:
+                 headers: Mapping[str, str], errors: ErrorMapper = error_from_body) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.retry = retry
+        self.errors = errors
         self._http = httpx.Client(base_url=self.base_url, headers=dict(headers),
                                   follow_redirects=False, trust_env=False)
 
@@ -209,7 +217,7 @@ class Transport:
             body: Any = json.loads(response.content)
         except ValueError:
             body = response.text[:200]
-        return error_from_body(body, response.status_code, rid)
+        return self.errors(body, response.status_code, rid)
 
     def _attempts(self, attempt: Callable[[], Any], deadline: Deadline,
                   should_stop: Callable[[], bool] | None) -> Any:
@@ -380,6 +388,9 @@ class EventStream:
             if field == "event":
                 name = value
             elif field == "data":
+                data.append(value)
+            elif field == "error":  # llama.cpp's server once sent `error: {...}` lines
+                name = "error"
                 data.append(value)
 
     def _check_aborted(self, cause: BaseException | None) -> None:
