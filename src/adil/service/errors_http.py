@@ -3,7 +3,7 @@
 ``{"error": {"code", "message", "request_id", "status"}}``; OpenAI-style
 routes also get ``"type"`` (= code) and ``"param": null`` so the official
 ``openai`` client reads them.  ``Retry-After: 1`` comes with ``busy`` and
-``model_not_ready`` (and a failed load's 503): a client may try again.
+``model_not_ready``: a client may try again.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ STATUS_OF_CODE: dict[str, int] = {
     "connection_error": 502,
 }
 
-RETRY_CODES = frozenset({"busy", "model_not_ready", "model_file_unreadable",
-                         "model_format_invalid", "library_refused", "host_refused"})
+# A failed load (model_file_unreadable, ..., host_refused) is 503 too, but
+# permanent: no Retry-After.
+RETRY_CODES = frozenset({"busy", "model_not_ready"})
 
 
 def status_of(error: AdilError) -> int:
