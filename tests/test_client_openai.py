@@ -59,6 +59,7 @@ def serve(tmp_path: Path) -> Iterator[Serve]:
         server = Server(str(path), library=str(adil.STUB_LIBRARY), port=0, **options)
         servers.append(server)
         server.start()
+        assert server.host.wait_loaded(30) == "ready"  # a test without retries meets no 503
         return server
 
     yield start
