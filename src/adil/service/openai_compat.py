@@ -13,9 +13,16 @@ Chat requests become one :func:`adil.chat_api.chat` call (``messages``,
 ``top_logprobs``); completions one ``model.generate`` call.  The answers
 have OpenAI's shapes (``chat.completion``, ``chat.completion.chunk``,
 ``text_completion``); ``stream: true`` sends them as server-sent events,
-``data: {chunk}`` ... ``data: [DONE]``.  An error after the stream started
+``data: {chunk}`` ... ``data: [DONE]``.  The content streams as it is
+generated; tool calls come whole (one ``delta.tool_calls`` entry each, with
+its index) in a chunk before the one with the finish reason; with
+``logprobs`` every token's come with the finish reason.  The first step
+(the prefill) runs before the response's head is sent, so its errors
+(context length, capability...) get their own status; an error after that
 is sent as ``data: {"error": {...}}`` and ends the stream (the client
-raises it).
+raises it).  ``response_format`` and forced tool calls (``tool_choice``
+``required`` or a name) need an engine with the ``grammar`` capability
+(501 otherwise).
 
 What differs from OpenAI, by design: one choice per request (``n`` other
 than 1, several prompts, ``best_of`` > 1 -> 501 ``unsupported_capability``);
@@ -42,7 +49,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..errors import AdilError, CapabilityError, InvalidArgumentError
 from .app import Request, Response, Router, StreamingResponse, sse_event
@@ -65,8 +72,6 @@ __all__ = [
     "models_json",
     "routes",
 ]
-
-T = TypeVar("T")
 
 DONE = sse_event("[DONE]")
 COMPLETION_DEFAULT_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
