@@ -320,6 +320,9 @@ def test_handlers_on_the_stub(stub_engine: adil.Engine, write_script: WriteScrip
     assert "".join(e["choices"][0]["text"] for e in events[:-2]) == "xOnce"
     assert events[-3]["choices"][0]["finish_reason"] == "length"
     assert events[-2]["usage"]["completion_tokens"] == 4
+    status, body = _handle(model, "POST", "/v1/completions",
+                           {"prompt": model.tokenize("ab", add_bos=False).tolist(), "echo": True})
+    assert body["choices"][0]["text"] == "ab"  # the script has no turn left: nothing more
     assert _handle(model, "GET", "/v1/models")[1]["data"][0]["id"] == "stub-model"
     with pytest.raises(adil.InvalidArgumentError, match="'gpt-4o' is not served here"):
         _handle(model, "POST", "/v1/chat/completions", {"messages": USER, "model": "gpt-4o"})

@@ -622,7 +622,10 @@ async def completions(request: Request) -> Response | StreamingResponse:
     request.take_slot()
     ident, created = new_id("cmpl"), int(time.time())
     token = model.cancel_token()
-    prompt = call.prompt
+    prompt, echo = call.prompt, ""
+    if call.echo:  # before the run: from its start to its close, nothing else awaits
+        echo = prompt if isinstance(prompt, str) else await request.call(
+            lambda: model.detokenize(prompt))
     generation = await request.call(
         lambda: model.generate(prompt, cancel=token, **call.kwargs), cancel=token.cancel)
     run = _Run(request, generation, generation.cancel, generation.close,
@@ -630,10 +633,6 @@ async def completions(request: Request) -> Response | StreamingResponse:
                         "cancel_acknowledged": generation.cancel_acknowledged,
                         "n_tokens": len(generation.tokens)})
     first = await run.first()
-    echo = ""
-    if call.echo:
-        echo = prompt if isinstance(prompt, str) else await request.call(
-            lambda: model.detokenize(prompt))
 
     def usage() -> dict[str, int]:
         n_prompt, n_generated = generation.stats.n_prompt_tokens, len(generation.tokens)
