@@ -84,13 +84,15 @@ def test_openai_message_forms_are_made_plain() -> None:
          "tool_calls": [{"index": 0, "id": "c1", "type": "function",
                          "function": {"name": "f", "arguments": "{}"}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "1"},
+        {"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]},
     ]}).kwargs["messages"]
     assert messages == [
         {"role": "system", "content": "Be brief."},
         {"role": "assistant", "content": None,
          "tool_calls": [{"id": "c1", "type": "function",
                          "function": {"name": "f", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "1"}]
+        {"role": "tool", "tool_call_id": "c1", "content": "1"},
+        {"role": "assistant", "content": "No."}]
 
 
 @pytest.mark.parametrize(("body", "match"), [

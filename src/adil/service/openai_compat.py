@@ -276,19 +276,17 @@ def _message(index: int, message: dict[str, Any]) -> dict[str, Any]:
 
 
 def _text_parts(where: str, parts: list[Any]) -> str:
+    """Content given as parts: their texts joined (a refusal part's text
+    too); a media part is 501, anything else 400."""
     texts: list[str] = []
     for i, part in enumerate(parts):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind in ("image_url", "input_audio", "file", "input_image"):
             raise CapabilityError(f"{where}[{i}]: {kind} parts are not supported (text only)")
-        text = part.get("text") if isinstance(part, dict) else None
-        if kind not in ("text", "refusal") or not isinstance(text, str):
-            if kind == "refusal" and isinstance(part, dict) and isinstance(part.get("refusal"),
-                                                                           str):
-                texts.append(part["refusal"])
-                continue
+        text = part.get(kind) if kind in ("text", "refusal") else None
+        if not isinstance(text, str):
             raise InvalidArgumentError(
-                f'{where}[{i}] must be {{"type": "text", "text": str}}, got {part!r}'[:300])
+                f'{where}[{i}] must be {{"type": "text", "text": str}}, got {_kind(part)}')
         texts.append(text)
     return "".join(texts)
 
