@@ -468,6 +468,22 @@ def test_the_openai_client_streams_tool_calls(serve: Serve) -> None:
 
 
 @pytestmark_openai
+def test_the_openai_clients_parse_helper(serve: Serve) -> None:
+    """client.chat.completions.parse with a pydantic model: the strict
+    json_schema that the client writes is one the grammar takes."""
+    import pydantic  # the openai package depends on it
+
+    class Weather(pydantic.BaseModel):
+        city: str
+        temp: int
+
+    server, name = serve({"turns": [{"text": '{"city": "Oslo", "temp": 21}'}]})
+    resp = _client(server).chat.completions.parse(model=name, messages=USER,
+                                                  response_format=Weather)
+    assert resp.choices[0].message.parsed == Weather(city="Oslo", temp=21)
+
+
+@pytestmark_openai
 def test_the_openai_client_completes(serve: Serve) -> None:
     server, name = serve({"turns": [{"text": "Once upon a time."}, {"text": "Once upon a time."}]})
     client = _client(server)
