@@ -478,8 +478,10 @@ def test_the_openai_clients_parse_helper(serve: Serve) -> None:
         temp: int
 
     server, name = serve({"turns": [{"text": '{"city": "Oslo", "temp": 21}'}]})
-    resp = _client(server).chat.completions.parse(model=name, messages=USER,
-                                                  response_format=Weather)
+    client = _client(server)
+    parse = getattr(client.chat.completions, "parse", None)  # before 1.92: under beta
+    parse = parse or client.beta.chat.completions.parse
+    resp = parse(model=name, messages=USER, response_format=Weather)
     assert resp.choices[0].message.parsed == Weather(city="Oslo", temp=21)
 
 
