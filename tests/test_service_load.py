@@ -132,8 +132,8 @@ def test_fifty_clients_twenty_requests_each(serve: Callable[..., Server]) -> Non
 
 
 def test_hundred_clients_leaving_mid_stream(serve: Callable[..., Server]) -> None:
-    # runs long enough (about 4 s each) that only a client leaving ends them
-    server = serve({"turns": [{"text": "x" * 2000}] * (2 * LEAVING + 1), "token_delay_ms": 2})
+    # runs long enough (about 20 s each) that only a client leaving ends them
+    server = serve({"turns": [{"text": "x" * 4000}] * (2 * LEAVING + 1), "token_delay_ms": 5})
     process = psutil.Process()
 
     def wave(label: str) -> list[str]:
