@@ -552,3 +552,22 @@ def test_refused_components_fail_the_load(write_script: Callable[..., str],
             assert "retry-after" not in response.headers  # permanent
     finally:
         server.stop()
+
+
+def test_a_client_that_stops_reading_is_treated_as_gone(serve: Callable[..., Server]) -> None:
+    """Backpressure: a stream nobody reads (socket buffers full) for
+    write_timeout seconds is cancelled and the slot freed."""
+    server = serve({"turns": [{"text": "w" * 1_000_000}], "context_length": 1 << 20,
+                    "token_delay_ms": 0}, write_timeout=0.5, context_length=1 << 20)
+    body = json.dumps({"prompt": "x", "max_tokens": None, "stream": True}).encode()
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(WAIT)
+        sock.connect(("127.0.0.1", server.port))
+        sock.sendall(b"POST /adil/v1/generate HTTP/1.1\r\nHost: localhost\r\n"
+                     b"x-request-id: sleepy-reader\r\n"
+                     b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        outcome = server.host.wait_outcome("sleepy-reader", WAIT)
+    assert outcome is not None and outcome["stop_reason"] == "cancelled"
+    with client(server) as http:
+        assert http.get("/health").status_code == 200

@@ -24,7 +24,9 @@ class ServiceConfig:
     accepted besides the loopback ones (``*``: any).  ``head_timeout`` /
     ``body_timeout``: seconds for receiving a request's head / body (slow
     senders are cut off); ``idle_timeout``: a kept-alive connection with no
-    new request is closed after this long."""
+    new request is closed after this long; ``write_timeout``: a client that
+    reads nothing of its answer for this long is treated as gone (its run is
+    cancelled)."""
 
     model: str
     library: str | None = None
@@ -40,6 +42,7 @@ class ServiceConfig:
     head_timeout: float = 10.0
     body_timeout: float = 30.0
     idle_timeout: float = 60.0
+    write_timeout: float = 60.0
     public: bool = False
     model_name: str | None = None
 
@@ -49,7 +52,7 @@ class ServiceConfig:
         check_int("port", self.port, low=0, high=65535)
         check_int("max_body_bytes", self.max_body_bytes, low=1)
         check_int("max_head_bytes", self.max_head_bytes, low=1024)
-        for name in ("head_timeout", "body_timeout", "idle_timeout"):
+        for name in ("head_timeout", "body_timeout", "idle_timeout", "write_timeout"):
             check_real(name, getattr(self, name), low=0, low_open=True)
         if self.api_key is not None and (not isinstance(self.api_key, str) or not self.api_key):
             raise InvalidArgumentError("api_key must be a non-empty string or None")

@@ -80,6 +80,7 @@ class Server:
         head_timeout: float = 10.0,
         body_timeout: float = 30.0,
         idle_timeout: float = 60.0,
+        write_timeout: float = 60.0,
         public: bool = False,
         model_name: str | None = None,
         routes: Router | None = None,
@@ -89,7 +90,8 @@ class Server:
             port=port, allow_origins=tuple(allow_origins), allow_hosts=tuple(allow_hosts),
             api_key=api_key, threads=threads, context_length=context_length,
             max_body_bytes=max_body_bytes, head_timeout=head_timeout, body_timeout=body_timeout,
-            idle_timeout=idle_timeout, public=public, model_name=model_name)
+            idle_timeout=idle_timeout, write_timeout=write_timeout, public=public,
+            model_name=model_name)
         if not is_loopback(host):
             log.warning("warning: binding %s: anyone who can reach this machine can use the "
                         "model%s", host, "" if api_key else " (no API key set)")
@@ -475,7 +477,10 @@ class _Connection:
         data = self.conn.send(event)
         if data:
             self.writer.write(data)
-            await self.writer.drain()
+            try:
+                await asyncio.wait_for(self.writer.drain(), self.config.write_timeout)
+            except asyncio.TimeoutError:
+                raise ConnectionError("the client reads nothing of its answer") from None
 
     async def _stream(self, response: StreamingResponse, request: Request,
                       cors: list[tuple[str, str]]) -> None:
