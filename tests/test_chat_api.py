@@ -239,6 +239,19 @@ def test_streaming_holds_back_tool_call_text(stub_model: LoadScript) -> None:
     assert stream.response.tool_calls[0].name == "get_weather"
 
 
+def test_streaming_a_forced_call_shows_no_content(stub_model: LoadScript) -> None:
+    """With tool_choice forcing a call the whole answer is the call: the
+    stream yields no chunk of its JSON, and the response holds the call."""
+    envelope = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+    for choice in ("required", "get_weather"):
+        model = stub_model({"turns": [{"text": envelope}]})
+        with model.chat(USER, tools=[WEATHER], tool_choice=choice, stream=True) as stream:
+            assert list(stream) == []
+        assert stream.response.finish_reason == "tool_calls"
+        assert stream.response.message.content is None
+        assert stream.response.tool_calls[0].arguments == {"city": "Oslo"}
+
+
 def test_streaming_plain_text_and_a_lone_angle(stub_model: LoadScript) -> None:
     model = stub_model({"turns": [{"text": "1 < 2 and <b>"}, {"text": "x <"}]})
     chunks = [c.text for c in model.chat(USER, tools=[WEATHER], stream=True)]

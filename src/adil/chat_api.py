@@ -502,6 +502,8 @@ class ChatStream(Iterator[ChatChunk]):
             if lps is not None:
                 self._has_logprobs = True
                 self._logprobs.extend(lps)
+            if self._forced:
+                continue  # the whole answer is the call: no content to show
             text = piece.text if self._visible is None else self._show(
                 self._visible.feed(piece.text))
             if text:

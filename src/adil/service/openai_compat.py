@@ -115,8 +115,9 @@ class ChatCall:
 
     @property
     def forced(self) -> bool:
-        """tool_choice forces a call: the whole answer is the call (whose
-        text a ChatStream passes on as content; it is sent as tool_calls)."""
+        """tool_choice forces a call: the whole answer is the call, sent as
+        tool_calls (a ChatStream yields no content chunk for it, so the
+        stream's head goes out once the call is complete)."""
         choice = self.kwargs.get("tool_choice", "auto")
         return bool(self.kwargs.get("tools")) and choice not in ("auto", "none")
 
