@@ -552,6 +552,26 @@ def test_sse_framing(serve: Serve) -> None:
     assert "".join(p["choices"][0]["delta"].get("content", "") for p in payloads[:-1]) == "Hé!"
 
 
+def test_the_slot_is_free_once_done_is_read(serve: Serve) -> None:
+    """A client that reads [DONE] and at once sends its next request is
+    never told busy: the run is closed before [DONE] goes out (chat and
+    completions streams alike)."""
+    rounds = 12
+    server, name = serve({"turns": [{"text": "ok"}] * (2 * rounds)})
+    bodies = [("/v1/chat/completions", {"model": name, "messages": USER, "stream": True}),
+              ("/v1/completions", {"model": name, "prompt": "Hi", "stream": True})]
+    with httpx.Client(base_url=server.url, timeout=30) as first, \
+            httpx.Client(base_url=server.url, timeout=30) as second:
+        for i in range(2 * rounds):
+            path, body = bodies[i % 2]
+            client = (first, second)[i % 2]
+            with client.stream("POST", path, json=body) as resp:
+                assert resp.status_code == 200, resp.read()
+                for line in resp.iter_lines():
+                    if line == "data: [DONE]":
+                        break  # the next request goes out before this body has ended
+
+
 @pytestmark_openai
 def test_the_api_key_is_the_openai_clients(serve: Serve) -> None:
     server, name = serve({"turns": [{"text": "ok"}]}, api_key="s3cret")

@@ -595,6 +595,7 @@ async def chat_completions(request: Request) -> Response | StreamingResponse:
             if not call.forced:
                 yield sse_event(chunks.content(item.text))
             item = await run.next()
+        await run.aclose()  # the slot is free before [DONE]: the client's next request runs
         for chunk in chunks.end(stream.response, logprobs=call.logprobs,
                                 include_usage=call.include_usage):
             yield sse_event(chunk)
@@ -659,6 +660,7 @@ async def completions(request: Request) -> Response | StreamingResponse:
             offset += len(item.text)
             yield chunk(item.text, logprobs=lps)
             item = await run.next()
+        await run.aclose()  # the slot is free before [DONE]: the client's next request runs
         yield chunk("", finish=completion_finish_reason(generation.stop_reason))
         if call.include_usage:
             yield sse_event({"id": ident, "object": "text_completion", "created": created,
