@@ -9,14 +9,17 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import settings
 
 import adil
+
+if TYPE_CHECKING:
+    from adil.service.server import Server
 
 # No per-example time limit (shared, noisy machines); in CI the examples are
 # derived from the test itself, so a run is repeatable.
@@ -25,6 +28,7 @@ settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ROOT / "tests" / "stub_scripts"
 VARIANTS = ("abi1", "abi3", "missing_symbol", "short_struct", "refuses_host", "abi2_3", "abi2_1",
             "abi2_0")
 
@@ -55,6 +59,34 @@ def stub_model(
         return stub_engine.load_model(write_script(script), **kwargs)
 
     return load
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    """Starts an adil.service Server on the stub for a script (a dict, or a
+    file of tests/stub_scripts by name) on a free port; ``ready=True`` waits
+    until its model is loaded (a test without retries then meets no 503).
+    The servers are stopped after the test."""
+    from adil.service.server import Server  # the service extra, only where it is asked for
+
+    servers: list[Server] = []
+
+    def start(script: dict[str, Any] | str, *, ready: bool = False, **options: Any) -> Server:
+        if isinstance(script, str):
+            path = SCRIPTS / script
+        else:
+            path = tmp_path / f"script{len(servers)}.json"
+            path.write_text(json.dumps(script), encoding="utf-8")
+        server = Server(str(path), library=str(adil.STUB_LIBRARY), port=0, **options)
+        servers.append(server)
+        server.start()
+        if ready:
+            assert server.host.wait_loaded(30) == "ready"
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
 
 
 def _cmake() -> str:

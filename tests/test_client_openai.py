@@ -7,12 +7,13 @@ fetched from a llama-server-like ``GET /props`` (a route mounted here)."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import socket
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,26 +46,10 @@ Serve = Callable[..., Server]
 
 
 @pytest.fixture
-def serve(tmp_path: Path) -> Iterator[Serve]:
-    """Starts a Server on the stub for a script (a dict, or a file of
-    tests/stub_scripts by name); stopped after the test."""
-    servers: list[Server] = []
-
-    def start(script: dict[str, Any] | str, **options: Any) -> Server:
-        if isinstance(script, str):
-            path = SCRIPTS / script
-        else:
-            path = tmp_path / f"script{len(servers)}.json"
-            path.write_text(json.dumps(script), encoding="utf-8")
-        server = Server(str(path), library=str(adil.STUB_LIBRARY), port=0, **options)
-        servers.append(server)
-        server.start()
-        assert server.host.wait_loaded(30) == "ready"  # a test without retries meets no 503
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
+def serve(serve: Serve) -> Serve:
+    """conftest's ``serve``, waiting until the model is ready (no test here
+    meets a 503 it did not ask for)."""
+    return functools.partial(serve, ready=True)
 
 
 def client_of(server: Server, **options: Any) -> adil.OpenAIClient:

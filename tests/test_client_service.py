@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,32 +36,9 @@ from adil.retry import RetryPolicy, is_retryable
 from adil.service.server import Server
 from adil.tools import Tool, ToolContext, tool
 
-SCRIPTS = Path(__file__).resolve().parent / "stub_scripts"
 FAST_RETRY = RetryPolicy(initial_delay=0.02, max_delay=0.1, max_retries=200)
 LONG_TEXT = "The quick brown fox jumps over the lazy dog. " * 10
 Serve = Callable[..., Server]
-
-
-@pytest.fixture
-def serve(tmp_path: Path) -> Iterator[Serve]:
-    """Starts a Server on the stub for a script (a dict, or a file of
-    tests/stub_scripts by name) on a free port; stopped after the test."""
-    servers: list[Server] = []
-
-    def start(script: dict[str, Any] | str, **options: Any) -> Server:
-        if isinstance(script, str):
-            path = SCRIPTS / script
-        else:
-            path = tmp_path / f"script{len(servers)}.json"
-            path.write_text(json.dumps(script), encoding="utf-8")
-        server = Server(str(path), library=str(adil.STUB_LIBRARY), port=0, **options)
-        servers.append(server)
-        server.start()
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 def client_of(server: Server, **options: Any) -> adil.Client:

@@ -38,10 +38,13 @@ from .errors import InvalidArgumentError
 from .generation import Generation, Piece, Stats
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from .agent.agent import AgentHandle, Listener
     from .agent.records import RunOutcome
     from .chat_api import ChatResponse
     from .engine import Model
+    from .options import GenerateOptions
 
 __all__ = ["AsyncAgentStream", "AsyncGeneration", "achat", "agenerate"]
 
@@ -51,7 +54,7 @@ T = TypeVar("T")
 # -- generate ----------------------------------------------------------------
 
 
-def agenerate(model: Model, prompt: Any, **kwargs: Any) -> AsyncGeneration:
+def agenerate(model: Model, prompt: Any, **kwargs: Unpack[GenerateOptions]) -> AsyncGeneration:
     """``model.generate(prompt, **kwargs)`` as an async iterator of
     :class:`~adil.Piece` (``async for piece in agenerate(...)``).  The
     generation starts at the first ``__anext__`` (errors of

@@ -58,9 +58,12 @@ from .timeouts import Deadline, Timeout, as_timeout
 from .tools import Tool, validate
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from .cancel import CancelToken
     from .engine import Model
     from .generation import Generation
+    from .options import ChatOptions
 
 __all__ = ["ChatChunk", "ChatResponse", "ChatStream", "FinishReason", "Prompt", "chat",
            "render_prompt"]
@@ -238,78 +241,18 @@ def _not_run(arguments: dict[str, Any], ctx: Any) -> None:
 # ---------------------------------------------------------------------------
 
 @overload
-def chat(
-    model: Model,
-    messages: Any,
-    *,
-    tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-    tool_choice: ToolChoice = "auto",
-    schema: Any = None,
-    stream: Literal[False] = False,
-    max_tokens: int | None = None,
-    sampling: Sampling | None = None,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    top_k: int | None = None,
-    min_p: float | None = None,
-    seed: int | None = None,
-    repeat_penalty: float | None = None,
-    stop: str | Sequence[str] = (),
-    timeout: Timeout | float | None = None,
-    cancel: CancelToken | None = None,
-    logprobs: int | None = None,
-    chat_template: str | None = None,
-) -> ChatResponse: ...
+def chat(model: Model, messages: Any, *, stream: Literal[False] = False,
+         **options: Unpack[ChatOptions]) -> ChatResponse: ...
 
 
 @overload
-def chat(
-    model: Model,
-    messages: Any,
-    *,
-    tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-    tool_choice: ToolChoice = "auto",
-    schema: Any = None,
-    stream: Literal[True],
-    max_tokens: int | None = None,
-    sampling: Sampling | None = None,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    top_k: int | None = None,
-    min_p: float | None = None,
-    seed: int | None = None,
-    repeat_penalty: float | None = None,
-    stop: str | Sequence[str] = (),
-    timeout: Timeout | float | None = None,
-    cancel: CancelToken | None = None,
-    logprobs: int | None = None,
-    chat_template: str | None = None,
-) -> ChatStream: ...
+def chat(model: Model, messages: Any, *, stream: Literal[True],
+         **options: Unpack[ChatOptions]) -> ChatStream: ...
 
 
 @overload
-def chat(
-    model: Model,
-    messages: Any,
-    *,
-    tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-    tool_choice: ToolChoice = "auto",
-    schema: Any = None,
-    stream: bool = False,
-    max_tokens: int | None = None,
-    sampling: Sampling | None = None,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    top_k: int | None = None,
-    min_p: float | None = None,
-    seed: int | None = None,
-    repeat_penalty: float | None = None,
-    stop: str | Sequence[str] = (),
-    timeout: Timeout | float | None = None,
-    cancel: CancelToken | None = None,
-    logprobs: int | None = None,
-    chat_template: str | None = None,
-) -> ChatResponse | ChatStream: ...
+def chat(model: Model, messages: Any, *, stream: bool = False,
+         **options: Unpack[ChatOptions]) -> ChatResponse | ChatStream: ...
 
 
 def chat(
@@ -337,7 +280,7 @@ def chat(
     """One assistant turn for `messages` (see the module docstring and
     ``Model.chat``): a :class:`ChatResponse`, or with ``stream=True`` a
     :class:`ChatStream` of content chunks whose ``response`` is known once
-    it ended."""
+    it ended.  The keywords and their defaults: :class:`adil.options.ChatOptions`."""
     # generate's own rules for these keywords, checked before anything is rendered
     chosen = resolve_sampling(sampling, temperature=temperature, top_p=top_p, top_k=top_k,
                               min_p=min_p, seed=seed, repeat_penalty=repeat_penalty)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from . import __version__
+from . import __version__, chat_api
 from ._binding import ENGINE_LIBRARY as _ENGINE_LIBRARY
 from ._binding import HOST_MAJOR, HOST_MINOR, HOST_NAME, Library, check, ffi, open_library
 from ._cdef import CONSTANTS
@@ -39,14 +39,18 @@ from .errors import (
     InvalidArgumentError,
 )
 from .generation import Completion, Generation
+from .options import keywords_of
 from .sampling import Sampling, resolve_sampling
 from .structured import OutputSchema, output_schema
 from .timeouts import Deadline, Timeout, as_timeout
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from .aio import AsyncGeneration
     from .chat_api import ChatResponse, ChatStream
     from .messages import ChatMessage
+    from .options import ChatOptions, GenerateOptions
     from .tools import Tool
 
 __all__ = ["Engine", "EngineInfo", "Model", "ModelInfo"]
@@ -383,111 +387,29 @@ class Model:
                              deadline=deadline).text
 
     @overload
-    def chat(
-        self,
-        messages: Sequence[Mapping[str, Any] | ChatMessage],
-        *,
-        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] = "auto",
-        schema: Any = None,
-        stream: Literal[False] = False,
-        max_tokens: int | None = None,
-        sampling: Sampling | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        seed: int | None = None,
-        repeat_penalty: float | None = None,
-        stop: str | Sequence[str] = (),
-        timeout: Timeout | float | None = None,
-        cancel: CancelToken | None = None,
-        logprobs: int | None = None,
-        chat_template: str | None = None,
-    ) -> ChatResponse: ...
+    def chat(self, messages: Sequence[Mapping[str, Any] | ChatMessage], *,
+             stream: Literal[False] = False, **options: Unpack[ChatOptions]) -> ChatResponse: ...
 
     @overload
-    def chat(
-        self,
-        messages: Sequence[Mapping[str, Any] | ChatMessage],
-        *,
-        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] = "auto",
-        schema: Any = None,
-        stream: Literal[True],
-        max_tokens: int | None = None,
-        sampling: Sampling | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        seed: int | None = None,
-        repeat_penalty: float | None = None,
-        stop: str | Sequence[str] = (),
-        timeout: Timeout | float | None = None,
-        cancel: CancelToken | None = None,
-        logprobs: int | None = None,
-        chat_template: str | None = None,
-    ) -> ChatStream: ...
+    def chat(self, messages: Sequence[Mapping[str, Any] | ChatMessage], *,
+             stream: Literal[True], **options: Unpack[ChatOptions]) -> ChatStream: ...
 
     @overload
-    def chat(
-        self,
-        messages: Sequence[Mapping[str, Any] | ChatMessage],
-        *,
-        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] = "auto",
-        schema: Any = None,
-        stream: bool = False,
-        max_tokens: int | None = None,
-        sampling: Sampling | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        seed: int | None = None,
-        repeat_penalty: float | None = None,
-        stop: str | Sequence[str] = (),
-        timeout: Timeout | float | None = None,
-        cancel: CancelToken | None = None,
-        logprobs: int | None = None,
-        chat_template: str | None = None,
-    ) -> ChatResponse | ChatStream: ...
+    def chat(self, messages: Sequence[Mapping[str, Any] | ChatMessage], *,
+             stream: bool = False, **options: Unpack[ChatOptions]
+             ) -> ChatResponse | ChatStream: ...
 
-    def chat(
-        self,
-        messages: Sequence[Mapping[str, Any] | ChatMessage],
-        *,
-        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] = "auto",
-        schema: Any = None,
-        stream: bool = False,
-        max_tokens: int | None = None,
-        sampling: Sampling | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        seed: int | None = None,
-        repeat_penalty: float | None = None,
-        stop: str | Sequence[str] = (),
-        timeout: Timeout | float | None = None,
-        cancel: CancelToken | None = None,
-        logprobs: int | None = None,
-        chat_template: str | None = None,
-    ) -> ChatResponse | ChatStream:
+    @keywords_of(chat_api.chat)
+    def chat(self, messages: Sequence[Mapping[str, Any] | ChatMessage], *,
+             stream: bool = False, **options: Unpack[ChatOptions]
+             ) -> ChatResponse | ChatStream:
         """One assistant turn for OpenAI-style `messages`: a
         :class:`~adil.chat_api.ChatResponse` (``message``, ``text``,
         ``finish_reason``, ``usage``, ``stats``), or with ``stream=True`` a
         :class:`~adil.chat_api.ChatStream` of content chunks.  Tools are
-        returned as calls, never run.  See :mod:`adil.chat_api`."""
-        from .chat_api import chat
-
-        return chat(self, messages, tools=tools, tool_choice=tool_choice, schema=schema,
-                    stream=stream, max_tokens=max_tokens, sampling=sampling,
-                    temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p, seed=seed,
-                    repeat_penalty=repeat_penalty, stop=stop, timeout=timeout, cancel=cancel,
-                    logprobs=logprobs, chat_template=chat_template)
+        returned as calls, never run.  See :mod:`adil.chat_api`; the keywords
+        and their defaults: :class:`adil.options.ChatOptions`."""
+        return chat_api.chat(self, messages, stream=stream, **options)
 
     # -- evaluation -----------------------------------------------------
     def logits(self, ids: Sequence[int] | npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
@@ -533,27 +455,11 @@ class Model:
     ) -> Generation:
         """Starts a generation and returns its stream of pieces.
 
-        ``max_tokens``: the most tokens to generate; None: up to the end of
-        the context window (0 is refused).  ``sampling``: an
-        :class:`~adil.Sampling` (default :data:`adil.sampling.DEFAULT_SAMPLING`);
-        ``temperature``, ``top_p``, ``top_k``, ``min_p``, ``seed`` and
-        ``repeat_penalty`` set that field of it (a keyword wins over
-        ``sampling``), checked as the Sampling field.  ``timeout``: an
-        :class:`~adil.Timeout`, or plain seconds for the whole generation
-        (``Timeout(total=seconds)``).  ``stop``: strings that end the
-        generation (not part of the text); ``stop_tokens``: token ids that end
-        it as end-of-text does (the chat layer's end-of-turn tokens).
-        ``logprobs=k`` (0..20): each piece's ``logprobs`` holds one
-        :class:`~adil.generation.TokenLogprob` per token with the `k` most
-        likely alternatives (needs the engine capability ``logprobs``).
-
-        ``schema`` (structured output, see :mod:`adil.structured`): a dict
-        in the schema subset, or a dataclass, TypedDict or pydantic model
-        class; the engine's grammar keeps the output a valid document, and
-        once the stream ends ``value`` holds it, read and validated (an
-        instance of the type).  ``constraint``: a grammar of
-        :mod:`adil.constraints` taken as it is (the agent's tool calls);
-        no value is read.
+        The keywords, what they do and their defaults:
+        :class:`adil.options.GenerateOptions` (``sampling`` and the keywords
+        that set one of its fields: :class:`adil.options.SamplingOptions`).
+        ``schema`` (structured output, see :mod:`adil.structured`): once the
+        stream ends ``value`` holds the document, read and validated.
 
         Raises BusyError, ModelNotReadyError, ContextLengthError,
         CapabilityError (n != 1, images, schema or constraint without grammar
@@ -562,7 +468,6 @@ class Model:
         at once; DeadlineError (``limit`` read or total) and
         OutputValidationError (output invalid, not matching the schema or
         truncated) while streaming.
-        ``ignore_eos`` keeps generating past end-of-text (benchmarks).
         Ctrl-C while it runs cancels the run within a layer's time (prefill
         included) and raises KeyboardInterrupt; the model stays usable."""
         if n != 1:
@@ -694,108 +599,44 @@ class Model:
                 self._require_open(), text, len(text), out))
         return ffi.gc(out[0], self._lib.adil_grammar_free)
 
+    @keywords_of(generate)
     def complete(
         self,
         prompt: str | bytes | Sequence[int] | npt.NDArray[np.int32],
-        *,
-        max_tokens: int | None = 256,
-        sampling: Sampling | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        seed: int | None = None,
-        repeat_penalty: float | None = None,
-        schema: Any = None,
-        timeout: Timeout | float | None = None,
-        cancel: CancelToken | None = None,
-        stop: str | Sequence[str] = (),
-        n: int = 1,
-        images: Sequence[Any] | None = None,
-        ignore_eos: bool = False,
-        constraint: Constraint | None = None,
-        logprobs: int | None = None,
-        stop_tokens: Sequence[int] | npt.NDArray[np.int32] = (),
+        **options: Unpack[GenerateOptions],
     ) -> Completion:
         """Runs a generation to its end: the generated text, tokens, stop
         reason, stats (and value, logprobs).  Same arguments as
         :meth:`generate`."""
-        with self.generate(
-            prompt, max_tokens=max_tokens, sampling=sampling, temperature=temperature,
-            top_p=top_p, top_k=top_k, min_p=min_p, seed=seed, repeat_penalty=repeat_penalty,
-            schema=schema, timeout=timeout, cancel=cancel, stop=stop, n=n, images=images,
-            ignore_eos=ignore_eos, constraint=constraint, logprobs=logprobs,
-            stop_tokens=stop_tokens,
-        ) as generation:
+        with self.generate(prompt, **options) as generation:
             return generation.completion()
 
     # -- asyncio (adil.aio) ---------------------------------------------
+    @keywords_of(generate)
     def agenerate(
         self,
         prompt: str | bytes | Sequence[int] | npt.NDArray[np.int32],
-        *,
-        max_tokens: int | None = 256,
-        sampling: Sampling | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        seed: int | None = None,
-        repeat_penalty: float | None = None,
-        schema: Any = None,
-        timeout: Timeout | float | None = None,
-        cancel: CancelToken | None = None,
-        stop: str | Sequence[str] = (),
-        n: int = 1,
-        images: Sequence[Any] | None = None,
-        ignore_eos: bool = False,
-        constraint: Constraint | None = None,
-        logprobs: int | None = None,
-        stop_tokens: Sequence[int] | npt.NDArray[np.int32] = (),
+        **options: Unpack[GenerateOptions],
     ) -> AsyncGeneration:
         """:meth:`generate` as an async iterator of pieces
         (``async for piece in model.agenerate(...)``); cancelling the reading
         task cancels the run (see :func:`adil.aio.agenerate`)."""
         from .aio import agenerate
 
-        return agenerate(
-            self, prompt, max_tokens=max_tokens, sampling=sampling, temperature=temperature,
-            top_p=top_p, top_k=top_k, min_p=min_p, seed=seed, repeat_penalty=repeat_penalty,
-            schema=schema, timeout=timeout, cancel=cancel, stop=stop, n=n, images=images,
-            ignore_eos=ignore_eos, constraint=constraint, logprobs=logprobs,
-            stop_tokens=stop_tokens)
+        return agenerate(self, prompt, **options)
 
+    @keywords_of(chat_api.chat, exclude=("stream",))
     async def achat(
         self,
         messages: Sequence[Mapping[str, Any] | ChatMessage],
-        *,
-        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] = "auto",
-        schema: Any = None,
-        max_tokens: int | None = None,
-        sampling: Sampling | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        seed: int | None = None,
-        repeat_penalty: float | None = None,
-        stop: str | Sequence[str] = (),
-        timeout: Timeout | float | None = None,
-        cancel: CancelToken | None = None,
-        logprobs: int | None = None,
-        chat_template: str | None = None,
+        **options: Unpack[ChatOptions],
     ) -> ChatResponse:
         """:meth:`chat` awaited (the whole response; no ``stream``): the chat
         runs in a worker thread, and cancelling the awaiting task cancels
         its run (see :func:`adil.aio.achat`)."""
         from .aio import achat
 
-        return await achat(
-            self, messages, tools=tools, tool_choice=tool_choice, schema=schema,
-            max_tokens=max_tokens, sampling=sampling, temperature=temperature, top_p=top_p,
-            top_k=top_k, min_p=min_p, seed=seed, repeat_penalty=repeat_penalty, stop=stop,
-            timeout=timeout, cancel=cancel, logprobs=logprobs, chat_template=chat_template)
+        return await achat(self, messages, **options)
 
     # -- lifetime -------------------------------------------------------
     def _require_open(self) -> Any:

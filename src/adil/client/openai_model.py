@@ -71,10 +71,18 @@ from .remote_model import RemoteCancelToken, _text
 from .transport import EventStream, Stopped, Transport, error_from_body
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ..chat_api import ChatChunk, ChatResponse
     from ..constraints import Constraint
     from ..messages import ChatToolCall
+    from ..options import BaseChatOptions
     from ..tools import Tool
+
+    class _ChatOptions(BaseChatOptions, total=False):
+        """The keywords of :meth:`OpenAIModel.chat`: any cancel token."""
+
+        cancel: Any
 
 __all__ = ["OpenAIChatStream", "OpenAIGeneration", "OpenAIModel", "ServedModelInfo",
            "openai_error"]
@@ -326,70 +334,16 @@ class OpenAIModel:
             return generation.completion()
 
     @overload
-    def chat(
-        self,
-        messages: Any,
-        *,
-        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] = "auto",
-        schema: Any = None,
-        stream: Literal[False] = False,
-        max_tokens: int | None = None,
-        sampling: Sampling | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        seed: int | None = None,
-        repeat_penalty: float | None = None,
-        stop: str | Sequence[str] = (),
-        timeout: Timeout | float | None = None,
-        cancel: Any = None,
-    ) -> ChatResponse: ...
+    def chat(self, messages: Any, *, stream: Literal[False] = False,
+             **options: Unpack[_ChatOptions]) -> ChatResponse: ...
 
     @overload
-    def chat(
-        self,
-        messages: Any,
-        *,
-        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] = "auto",
-        schema: Any = None,
-        stream: Literal[True],
-        max_tokens: int | None = None,
-        sampling: Sampling | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        seed: int | None = None,
-        repeat_penalty: float | None = None,
-        stop: str | Sequence[str] = (),
-        timeout: Timeout | float | None = None,
-        cancel: Any = None,
-    ) -> OpenAIChatStream: ...
+    def chat(self, messages: Any, *, stream: Literal[True],
+             **options: Unpack[_ChatOptions]) -> OpenAIChatStream: ...
 
     @overload
-    def chat(
-        self,
-        messages: Any,
-        *,
-        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] = "auto",
-        schema: Any = None,
-        stream: bool = False,
-        max_tokens: int | None = None,
-        sampling: Sampling | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        top_k: int | None = None,
-        min_p: float | None = None,
-        seed: int | None = None,
-        repeat_penalty: float | None = None,
-        stop: str | Sequence[str] = (),
-        timeout: Timeout | float | None = None,
-        cancel: Any = None,
-    ) -> ChatResponse | OpenAIChatStream: ...
+    def chat(self, messages: Any, *, stream: bool = False,
+             **options: Unpack[_ChatOptions]) -> ChatResponse | OpenAIChatStream: ...
 
     def chat(
         self,
