@@ -138,17 +138,32 @@ static adil_status read_types(const compiler *c, const adil_json *s, unsigned *t
     return ADIL_OK;
 }
 
+static int key_order(const void *ctx, uint32_t a, uint32_t b) {
+    const adil_json_member *ma = (const adil_json_member *)ctx + a, *mb = (const adil_json_member *)ctx + b;
+    const size_t n = ma->key_len < mb->key_len ? ma->key_len : mb->key_len;
+    const int r = memcmp(ma->key, mb->key, n);
+    return r ? r : (ma->key_len > mb->key_len) - (ma->key_len < mb->key_len);
+}
+
 /* The JSON reader keeps every member of an object; Python's keeps the last
  * of a repeated key.  A schema that repeats one is refused rather than read
- * differently. */
+ * differently.  The keys are sorted, so an object of 100,000 keys is checked
+ * in n log n steps, not n^2 (about a minute: a schema is untrusted input). */
 static adil_status check_unique(const compiler *c, const adil_json *s, const char *where) {
-    for (size_t i = 1; i < s->n_members; i++)
-        for (size_t j = 0; j < i; j++)
-            if (s->members[i].key_len == s->members[j].key_len &&
-                !memcmp(s->members[i].key, s->members[j].key, s->members[i].key_len))
-                return fail_at(c, where, ADIL_STATUS_INVALID_ARGUMENT, "the key '%s' appears twice",
-                               s->members[i].key);
-    return ADIL_OK;
+    const size_t n = s->n_members;
+    if (n < 2) return ADIL_OK;
+    if (n > UINT32_MAX / 2) return fail_at(c, where, ADIL_STATUS_CAPABILITY, "%zu keys: too many", n);
+    uint32_t *ids = malloc(2 * n * sizeof *ids);
+    if (!ids) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_grammar_compile: out of memory");
+    for (uint32_t i = 0; i < n; i++) ids[i] = i;
+    grammar_sort_ids(ids, ids + n, (uint32_t)n, key_order, s->members);
+    size_t twice = n;
+    for (size_t i = 1; i < n && twice == n; i++)
+        if (key_order(s->members, ids[i - 1], ids[i]) == 0) twice = ids[i];
+    free(ids);
+    if (twice == n) return ADIL_OK;
+    return fail_at(c, where, ADIL_STATUS_INVALID_ARGUMENT, "the key '%s' appears twice",
+                   s->members[twice].key);
 }
 
 static adil_status check_keywords(const compiler *c, const adil_json *s, bool top) {

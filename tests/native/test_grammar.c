@@ -236,6 +236,11 @@ static void test_errors(const grammar_vocab *v) {
     expect_error(v, "{\"type\":\"number\",\"maximum\":-1e300}", ADIL_STATUS_CAPABILITY, "between");
     expect_error(v, "{\"type\":\"string\",\"type\":\"integer\"}", ADIL_STATUS_INVALID_ARGUMENT, "twice");
     expect_error(v, "{\"properties\":{\"a\":{},\"a\":{}}}", ADIL_STATUS_INVALID_ARGUMENT, "\"/properties\"");
+    /* not side by side, and among more keys than the 64 a grammar takes */
+    expect_error(v, "{\"properties\":{\"b\":{},\"a\":{},\"c\":{},\"b\":{}}}", ADIL_STATUS_INVALID_ARGUMENT,
+                 "'b' appears twice");
+    expect_error(v, "{\"description\":\"\",\"type\":\"string\",\"title\":\"\",\"description\":\"\"}",
+                 ADIL_STATUS_INVALID_ARGUMENT, "'description' appears twice");
     expect_error(v, "{\"type\":\"strin\"}", ADIL_STATUS_INVALID_ARGUMENT, "\"/type\"");
     expect_error(v, "{\"type\":", ADIL_STATUS_INVALID_ARGUMENT, "invalid JSON");
     expect_error(v, "[1]", ADIL_STATUS_INVALID_ARGUMENT, "JSON object");
