@@ -107,8 +107,9 @@ def test_native_routes(serve: Callable[..., Server]) -> None:
         assert result["stats"]["n_generated"] == len(result["tokens"])
         assert result["cancel_acknowledged"] is False and result["logprobs"] is None
         # the stub has no logits: unsupported_capability
-        assert_error(http.post("/adil/v1/logits", json={"tokens": [1]}), 501,
-                     "unsupported_capability")
+        no_logits = http.post("/adil/v1/logits", json={"tokens": [1]})
+        assert_error(no_logits, 501, "unsupported_capability")
+        assert no_logits.headers["x-should-retry"] == "false"
 
 
 def test_generate_stream_events_and_request_id(serve: Callable[..., Server]) -> None:
@@ -232,6 +233,7 @@ def test_not_ready_while_loading(serve: Callable[..., Server],
                              http.post("/adil/v1/tokenize", json={"text": "x"})):
                 assert_error(response, 503, "model_not_ready")
                 assert response.headers["retry-after"] == "1"
+                assert response.headers["x-should-retry"] == "true"
             # the body is checked before readiness
             assert_error(http.post("/adil/v1/generate", content=b"{"), 400, "invalid_argument")
             release.set()
@@ -255,6 +257,7 @@ def test_failed_load_reports_its_error(serve: Callable[..., Server], tmp_path: A
         response = http.post("/adil/v1/generate", json={"prompt": "x"})
         assert_error(response, 503, "model_file_unreadable")
         assert "retry-after" not in response.headers  # permanent
+        assert response.headers["x-should-retry"] == "false"  # the openai client would retry
 
 
 def test_bad_script_fails_with_model_format_invalid(serve: Callable[..., Server]) -> None:
@@ -405,6 +408,7 @@ def test_busy_while_another_runs_health_never_busy(serve: Callable[..., Server])
             busy = other.post("/adil/v1/generate", json={"prompt": "y"})
             assert_error(busy, 503, "busy")
             assert busy.headers["retry-after"] == "1"
+            assert busy.headers["x-should-retry"] == "true"
             stream_busy = other.post("/adil/v1/generate", json={"prompt": "y", "stream": True})
             assert_error(stream_busy, 503, "busy")
             assert_error(other.post("/adil/v1/logits", json={"tokens": [1]}), 503, "busy")

@@ -3,7 +3,11 @@
 ``{"error": {"code", "message", "request_id", "status"}}``; OpenAI-style
 routes also get ``"type"`` (= code) and ``"param": null`` so the official
 ``openai`` client reads them.  ``Retry-After: 1`` comes with ``busy`` and
-``model_not_ready``: a client may try again.
+``model_not_ready``: a client may try again.  ``x-should-retry`` (read by
+the official OpenAI clients, which otherwise retry every 408, 409, 429 and
+5xx) says ``true`` for those two and ``false`` for the others it would
+retry: a failed load, 501, 500, 504, 507 and a slow sender's 408 stay as
+they are.
 """
 
 from __future__ import annotations
@@ -48,12 +52,15 @@ def status_of(error: AdilError) -> int:
 
 
 def error_headers(error: AdilError) -> list[tuple[str, str]]:
-    """``Retry-After: 1`` for the codes a client may retry; WWW-Authenticate
-    for a 401."""
+    """``Retry-After: 1`` and ``x-should-retry`` as the module says;
+    WWW-Authenticate for a 401."""
     headers: list[tuple[str, str]] = []
-    if error.code in RETRY_CODES and status_of(error) == 503:
-        headers.append(("retry-after", "1"))
-    if status_of(error) == 401:
+    status = status_of(error)
+    if error.code in RETRY_CODES and status == 503:
+        headers += [("retry-after", "1"), ("x-should-retry", "true")]
+    elif status in (408, 409, 429) or status >= 500:
+        headers.append(("x-should-retry", "false"))
+    if status == 401:
         headers.append(("www-authenticate", 'Bearer realm="adil"'))
     return headers
 
