@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_agent_stub import email_tool  # the same send_email tool as in-process
 
 import adil
 from adil.chat_templates import ChatTemplateWarning, resolve_template
@@ -36,7 +37,7 @@ from adil.errors import (
 from adil.retry import RetryPolicy
 from adil.service import Request, Response, Router
 from adil.service.server import Server
-from adil.tools import Tool, ToolContext, tool
+from adil.tools import tool
 
 SCRIPTS = Path(__file__).resolve().parent / "stub_scripts"
 FAST_RETRY = RetryPolicy(initial_delay=0.02, max_delay=0.1, max_retries=200)
@@ -64,16 +65,6 @@ def served_id(server: Server) -> str:
 
 
 # -- the Agent, unchanged ------------------------------------------------------------
-
-
-def email_tool(sent: list[dict[str, Any]]) -> Tool:
-    @tool(effect="state_changing", sends_out=True, confirmation_required=True)
-    def send_email(to: str, subject: str, body: str, ctx: ToolContext) -> dict[str, Any]:
-        """Sends an email."""
-        sent.append({"to": to, "subject": subject, "by": ctx.confirmed_by})
-        return {"status": "sent"}
-
-    return send_email
 
 
 def test_agent_confirms_a_state_changing_call_over_openai_routes(serve: Serve) -> None:

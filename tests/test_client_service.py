@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_agent_stub import email_tool  # the same send_email tool as in-process
 
 import adil
 from adil.client import RemoteModel
@@ -34,7 +35,7 @@ from adil.errors import (
 )
 from adil.retry import RetryPolicy, is_retryable
 from adil.service.server import Server
-from adil.tools import Tool, ToolContext, tool
+from adil.tools import tool
 
 FAST_RETRY = RetryPolicy(initial_delay=0.02, max_delay=0.1, max_retries=200)
 LONG_TEXT = "The quick brown fox jumps over the lazy dog. " * 10
@@ -248,16 +249,6 @@ def test_server_killed_mid_stream(tmp_path: Path) -> None:
 
 
 # -- the agent over the service ----------------------------------------------------
-
-
-def email_tool(sent: list[dict[str, Any]]) -> Tool:
-    @tool(effect="state_changing", sends_out=True, confirmation_required=True)
-    def send_email(to: str, subject: str, body: str, ctx: ToolContext) -> dict[str, Any]:
-        """Sends an email."""
-        sent.append({"to": to, "subject": subject, "by": ctx.confirmed_by})
-        return {"status": "sent"}
-
-    return send_email
 
 
 def test_agent_over_the_client_confirms_a_state_changing_call(serve: Serve) -> None:
