@@ -6,12 +6,12 @@ tokenizer section, and shapes small enough to write and run in milliseconds
 but wide enough for every block type (K-quants need rows of 256 elements).
 
 Weight data:
-  * F32, F16, BF16, Q8_0, Q4_0, Q5_0: random float weights quantized with the
-    ``gguf`` package's numpy quantizers;
-  * Q4_K, Q5_K, Q6_K: the ``gguf`` package has no quantizer for these, so
-    their blocks are random bytes with the scale fields set so that the
-    dequantized weights (read back with ``gguf.quants.dequantize``) have the
-    wanted spread.  The weights are random either way.
+  * F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, MXFP4: random float weights
+    quantized with the ``gguf`` package's numpy quantizers;
+  * Q4_K, Q5_K, Q6_K, IQ4_NL: the ``gguf`` package has no quantizer for
+    these, so their blocks are random bytes with the scale fields set so that
+    the dequantized weights (read back with ``gguf.quants.dequantize``) have
+    the wanted spread.  The weights are random either way.
 Norm weights stay F32, as in converted models.
 
     python tests/make_tiny_models.py OUT_DIR      # writes every (arch, type)
@@ -29,15 +29,18 @@ from gguf import GGMLQuantizationType as T
 from gguf import quants
 
 ARCHITECTURES = ("gemma3", "llama")
-WEIGHT_TYPES = (T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q5_K, T.Q6_K)
+WEIGHT_TYPES = (T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q5_K, T.Q6_K,
+                T.Q5_1, T.IQ4_NL, T.MXFP4)
 
-# K-quant blocks: (elements, bytes, byte offsets of the fp16 scale fields).
-# x = d * a - dmin * b for Q4_K/Q5_K, x = d * a for Q6_K: linear in the
-# fields, so scaling every field by c scales the weights by c.
-_K_BLOCKS: dict[T, tuple[int, int, tuple[int, ...]]] = {
+# Blocks written as random bytes: (elements, bytes, byte offsets of the fp16
+# scale fields).  x = d * a - dmin * b for Q4_K/Q5_K, x = d * a for Q6_K and
+# IQ4_NL: linear in the fields, so scaling every field by c scales the
+# weights by c.
+_RANDOM_BLOCKS: dict[T, tuple[int, int, tuple[int, ...]]] = {
     T.Q4_K: (256, 144, (0, 2)),
     T.Q5_K: (256, 176, (0, 2)),
     T.Q6_K: (256, 210, (208,)),
+    T.IQ4_NL: (32, 18, (0,)),
 }
 
 
@@ -110,9 +113,9 @@ def tokenizer_vocab(spec: TinySpec) -> tuple[list[str], list[float], list[int]]:
 # ---- weights -------------------------------------------------------------------
 
 
-def _k_quant_rows(rows: int, cols: int, qtype: T, std: float,
+def _random_block_rows(rows: int, cols: int, qtype: T, std: float,
                   rng: np.random.Generator) -> np.ndarray:
-    elems, size, offsets = _K_BLOCKS[qtype]
+    elems, size, offsets = _RANDOM_BLOCKS[qtype]
     blocks = rng.integers(0, 256, size=(rows * cols // elems, size), dtype=np.uint8)
     unit = np.array([1.0], dtype=np.float16).view(np.uint8)
     for off in offsets:
@@ -131,8 +134,8 @@ def encode_matrix(values: np.ndarray, qtype: T, rng: np.random.Generator) -> np.
         return values.astype(np.float32)
     if qtype == T.F16:
         return values.astype(np.float16)
-    if qtype in _K_BLOCKS:
-        return _k_quant_rows(values.shape[0], values.shape[1], qtype, float(values.std()), rng)
+    if qtype in _RANDOM_BLOCKS:
+        return _random_block_rows(values.shape[0], values.shape[1], qtype, float(values.std()), rng)
     return quants.quantize(values.astype(np.float32), qtype)
 
 

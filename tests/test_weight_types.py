@@ -24,12 +24,15 @@ DOT_BUDGET_Q8 = 2e-2
 DOT_BUDGET_FLOAT = 1e-6
 
 # type -> (block elements, block bytes, byte offsets of fp16 scale fields)
+# (MXFP4's scale is an E8M0 byte instead: E8M0_SCALE)
 BLOCKS: dict[T, tuple[int, int, tuple[int, ...]]] = {
     T.Q4_0: (32, 18, (0,)),
     T.Q4_1: (32, 20, (0, 2)),
     T.Q5_0: (32, 22, (0,)),
     T.Q5_1: (32, 24, (0, 2)),
     T.Q8_0: (32, 34, (0,)),
+    T.IQ4_NL: (32, 18, (0,)),
+    T.MXFP4: (32, 17, ()),
     T.Q2_K: (256, 84, (80, 82)),
     T.Q3_K: (256, 110, (108,)),
     T.Q4_K: (256, 144, (0, 2)),
@@ -42,8 +45,10 @@ ACTIVATION = {
     t: (T.Q8_K if BLOCKS[t][0] == 256 else T.Q8_1 if t in (T.Q4_1, T.Q5_1) else T.Q8_0)
     for t in QUANTIZED
 }
+# type -> byte offset of an E8M0 scale byte (2^(e - 127)) in its block.
+E8M0_SCALE = {T.MXFP4: 0}
 # The gguf package can quantize these (bit-exact reference rounding).
-QUANTIZABLE = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.BF16)
+QUANTIZABLE = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.MXFP4, T.BF16)
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +70,9 @@ def random_row(qtype: T, n: int, rng: np.random.Generator) -> np.ndarray:
     for off in scale_offsets:
         scales = rng.uniform(-0.05, 0.05, size=n // elems).astype(np.float16)
         blocks[:, off : off + 2] = scales.view(np.uint8).reshape(-1, 2)
+    if qtype in E8M0_SCALE:  # scales 2^-15 .. 2^0 (with the doubled E2M1 table)
+        off = E8M0_SCALE[qtype]
+        blocks[:, off] = rng.integers(112, 128, size=n // elems, dtype=np.uint8)
     return blocks.reshape(-1)
 
 
@@ -107,6 +115,20 @@ def test_quantize_matches_oracle(lib: Hooks, qtype: T) -> None:
     x[40] = np.float32(1e-3)
     want = quants.quantize(x, qtype).reshape(-1)
     np.testing.assert_array_equal(lib.quantize(qtype, x), want)
+
+
+def test_mxfp4_quantize_ties(lib: Hooks) -> None:
+    """Values exactly between two E2M1 levels go to the first code in the table
+    (as the gguf package's argmin and ggml's search); -0 and +0 both to code 0;
+    largest magnitudes of every binade, subnormal scales included."""
+    grid = np.array([0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 5, 6, 5.5],
+                    dtype=np.float32)
+    blocks = [np.concatenate([grid, -grid]), np.concatenate([grid, -grid])[::-1] * 4]
+    blocks += [np.full(32, -0.0, dtype=np.float32)]
+    blocks += [np.linspace(-1, 1, 32, dtype=np.float32) * np.float32(2.0) ** k
+               for k in (-120, -60, -3, 0, 7, 60)]
+    x = np.concatenate(blocks).astype(np.float32)
+    np.testing.assert_array_equal(lib.quantize(T.MXFP4, x), quants.quantize(x, T.MXFP4).reshape(-1))
 
 
 def test_f16_quantize_matches_numpy(lib: Hooks) -> None:
@@ -198,7 +220,9 @@ def test_vec_dot_within_budget(lib: Hooks, qtype: T) -> None:
 
 
 @pytest.mark.parametrize(
-    "qtype", (T.F32, T.F16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q4_K, T.Q6_K), ids=lambda t: t.name
+    "qtype",
+    (T.F32, T.F16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_K, T.Q6_K),
+    ids=lambda t: t.name,
 )
 def test_matmul_matches_vec_dot(lib: Hooks, qtype: T) -> None:
     """Tiling and threading do not change a single bit: every y[t, r] equals the
@@ -226,7 +250,9 @@ def test_matmul_matches_vec_dot(lib: Hooks, qtype: T) -> None:
 
 
 @pytest.mark.parametrize(
-    "qtype", (T.F32, T.BF16, T.Q8_0, T.Q5_0, T.Q4_1, T.Q4_K, T.Q6_K), ids=lambda t: t.name
+    "qtype",
+    (T.F32, T.BF16, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_K, T.Q6_K),
+    ids=lambda t: t.name,
 )
 def test_get_rows(lib: Hooks, qtype: T) -> None:
     rng = np.random.default_rng(400 + int(qtype))

@@ -25,21 +25,24 @@
 #include <string.h>
 
 /* Error budgets of vec_dot against the scalar reference, by weight type. */
-#define MAX_DOT_ERROR_F32  1e-6
-#define MAX_DOT_ERROR_F16  1e-6
-#define MAX_DOT_ERROR_BF16 1e-6
-#define MAX_DOT_ERROR_Q8_0 2e-6
-#define MAX_DOT_ERROR_Q4_0 2e-6
-#define MAX_DOT_ERROR_Q5_0 2e-6
-#define MAX_DOT_ERROR_Q4_1 2e-6
-#define MAX_DOT_ERROR_Q4_K 2e-6
-#define MAX_DOT_ERROR_Q5_K 2e-6
-#define MAX_DOT_ERROR_Q6_K 2e-6
+#define MAX_DOT_ERROR_F32    1e-6
+#define MAX_DOT_ERROR_F16    1e-6
+#define MAX_DOT_ERROR_BF16   1e-6
+#define MAX_DOT_ERROR_Q8_0   2e-6
+#define MAX_DOT_ERROR_Q4_0   2e-6
+#define MAX_DOT_ERROR_Q5_0   2e-6
+#define MAX_DOT_ERROR_Q4_1   2e-6
+#define MAX_DOT_ERROR_Q5_1   2e-6
+#define MAX_DOT_ERROR_IQ4_NL 2e-6
+#define MAX_DOT_ERROR_MXFP4  2e-6
+#define MAX_DOT_ERROR_Q4_K   2e-6
+#define MAX_DOT_ERROR_Q5_K   2e-6
+#define MAX_DOT_ERROR_Q6_K   2e-6
 
 typedef struct type_case {
     uint32_t type;
     double budget;
-    int n_scales;       /* fp16 scale fields per block */
+    int n_scales;       /* fp16 scale fields per block (MXFP4: its E8M0 byte, see e8m0_scale) */
     size_t scale_at[2]; /* their byte offsets */
 } type_case;
 
@@ -49,10 +52,15 @@ static const type_case CASES[] = {
     {ADIL_WT_Q4_0, MAX_DOT_ERROR_Q4_0, 1, {0, 0}},   {ADIL_WT_Q5_0, MAX_DOT_ERROR_Q5_0, 1, {0, 0}},
     {ADIL_WT_Q4_K, MAX_DOT_ERROR_Q4_K, 2, {0, 2}},   {ADIL_WT_Q5_K, MAX_DOT_ERROR_Q5_K, 2, {0, 2}},
     {ADIL_WT_Q6_K, MAX_DOT_ERROR_Q6_K, 1, {208, 0}}, {ADIL_WT_Q4_1, MAX_DOT_ERROR_Q4_1, 2, {0, 2}},
+    {ADIL_WT_Q5_1, MAX_DOT_ERROR_Q5_1, 2, {0, 2}},   {ADIL_WT_IQ4_NL, MAX_DOT_ERROR_IQ4_NL, 1, {0, 0}},
+    {ADIL_WT_MXFP4, MAX_DOT_ERROR_MXFP4, 0, {0, 0}},
 };
-#define CASE_Q8_0 3 /* CASES[CASE_Q8_0] */
-#define CASE_Q4_1 9
-#define N_CASES   (sizeof(CASES) / sizeof(CASES[0]))
+#define CASE_Q8_0   3 /* CASES[CASE_Q8_0] */
+#define CASE_Q4_1   9
+#define CASE_Q5_1   10
+#define CASE_IQ4_NL 11
+#define CASE_MXFP4  12
+#define N_CASES     (sizeof(CASES) / sizeof(CASES[0]))
 
 /* ---- random data ------------------------------------------------------------ */
 
@@ -86,6 +94,24 @@ static float scale_value(regime r) {
     }
 }
 
+/* An E8M0 scale byte (2^(e - 127)) for regime r: tiny are float
+ * subnormals, huge stays finite through the dot products (no zero exists:
+ * ZERO gives the smallest). */
+static uint8_t e8m0_scale(regime r) {
+    switch (r) {
+    case SCALE_NORMAL:
+        return (uint8_t)(112 + next_u32() % 16);
+    case SCALE_TINY:
+        return (uint8_t)(next_u32() % 4);
+    case SCALE_HUGE:
+        return (uint8_t)(160 + next_u32() % 40);
+    case SCALE_ZERO:
+        return 0;
+    default:
+        return e8m0_scale((regime)(next_u32() % SCALE_MIXED));
+    }
+}
+
 /* A row of n elements of `c->type` with random payload bytes and scale
  * fields from regime r (float types: values scaled like the regime). */
 static void random_weight_row(const type_case *c, regime r, int64_t n, uint8_t *dst) {
@@ -104,6 +130,9 @@ static void random_weight_row(const type_case *c, regime r, int64_t n, uint8_t *
         dst[i] = (uint8_t)next_u32();
     }
     for (size_t b = 0; b < bytes; b += t->type_size) {
+        if (c->type == ADIL_WT_MXFP4) {
+            dst[b] = e8m0_scale(r);
+        }
         for (int s = 0; s < c->n_scales; s++) {
             adil_fp16 h = adil_f32_to_fp16(scale_value(r));
             memcpy(dst + b + c->scale_at[s], &h, 2);
@@ -257,7 +286,7 @@ static void test_vec_dot_case(int level, const type_case *c, int64_t n, regime r
     if (!isfinite(want)) {
         /* Only Q8_1 gets here: its fp16 s = d * sum(q) overflows for activations
          * averaging over 2047 (as ggml's does); then both must overflow. */
-        CHECK(!isfinite(got) && c->type == ADIL_WT_Q4_1);
+        CHECK(!isfinite(got) && (c->type == ADIL_WT_Q4_1 || c->type == ADIL_WT_Q5_1));
         free(x);
         free(buf);
         free(w);
@@ -284,6 +313,8 @@ static void test_vec_dot_at(int level) {
      * 640 and 2048, and longer than the GEMV's stack buffer. */
     const int64_t lengths[] = {256, 768, 1280, 2048, 16640};
     CHECK(CASES[CASE_Q8_0].type == ADIL_WT_Q8_0 && CASES[CASE_Q4_1].type == ADIL_WT_Q4_1);
+    CHECK(CASES[CASE_Q5_1].type == ADIL_WT_Q5_1 && CASES[CASE_IQ4_NL].type == ADIL_WT_IQ4_NL &&
+          CASES[CASE_MXFP4].type == ADIL_WT_MXFP4);
     for (size_t i = 0; i < N_CASES; i++) {
         double worst = 0;
         for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
@@ -298,7 +329,7 @@ static void test_vec_dot_at(int level) {
             test_vec_dot_case(level, &CASES[i], 32, SCALE_NORMAL, &worst);
             test_vec_dot_case(level, &CASES[i], 96, SCALE_MIXED, &worst);
         }
-        printf("  %-6s %-5s worst relative error %.3g (budget %.3g)\n", adil_cpu_level_string(level),
+        printf("  %-6s %-6s worst relative error %.3g (budget %.3g)\n", adil_cpu_level_string(level),
                adil_wtype_name(CASES[i].type), worst, CASES[i].budget);
     }
 }
@@ -368,6 +399,9 @@ static void test_tiles_at(int level) {
     /* The decode GEMV's fallback for rows longer than its stack buffer. */
     test_tile_case(level, &CASES[CASE_Q8_0], 16416);
     test_tile_case(level, &CASES[CASE_Q4_1], 16416);
+    test_tile_case(level, &CASES[CASE_Q5_1], 16416);
+    test_tile_case(level, &CASES[CASE_IQ4_NL], 16416);
+    test_tile_case(level, &CASES[CASE_MXFP4], 16416);
 }
 
 int main(void) {

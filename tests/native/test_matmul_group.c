@@ -32,7 +32,8 @@ static uint32_t next_u32(void) {
 }
 static float next_f(void) { return (float)(next_u32() % 2000001) / 1000000.0f - 1.0f; }
 
-/* Byte offsets of the fp16 scale fields in a block, per type. */
+/* Byte offsets of the fp16 scale fields in a block, per type (MXFP4's E8M0
+ * byte is set in make_weight). */
 typedef struct type_info {
     uint32_t type;
     int n_scales;
@@ -40,9 +41,10 @@ typedef struct type_info {
 } type_info;
 
 static const type_info TYPES[] = {
-    {ADIL_WT_Q8_0, 1, {0, 0}}, {ADIL_WT_Q5_0, 1, {0, 0}},   {ADIL_WT_Q4_0, 1, {0, 0}},
-    {ADIL_WT_Q4_K, 2, {0, 2}}, {ADIL_WT_Q6_K, 1, {208, 0}}, {ADIL_WT_F16, 0, {0, 0}},
-    {ADIL_WT_F32, 0, {0, 0}},  {ADIL_WT_Q4_1, 2, {0, 2}},
+    {ADIL_WT_Q8_0, 1, {0, 0}},   {ADIL_WT_Q5_0, 1, {0, 0}},   {ADIL_WT_Q4_0, 1, {0, 0}},
+    {ADIL_WT_Q4_K, 2, {0, 2}},   {ADIL_WT_Q6_K, 1, {208, 0}}, {ADIL_WT_F16, 0, {0, 0}},
+    {ADIL_WT_F32, 0, {0, 0}},    {ADIL_WT_Q4_1, 2, {0, 2}},   {ADIL_WT_Q5_1, 2, {0, 2}},
+    {ADIL_WT_IQ4_NL, 1, {0, 0}}, {ADIL_WT_MXFP4, 0, {0, 0}},
 };
 #define N_TYPES (sizeof TYPES / sizeof TYPES[0])
 
@@ -60,11 +62,13 @@ static adil_weight make_weight(const type_info *ti, int64_t rows) {
         }
     } else {
         for (size_t i = 0; i < bytes; i++) data[i] = (uint8_t)next_u32();
-        for (size_t b = 0; b < bytes; b += t->type_size)
+        for (size_t b = 0; b < bytes; b += t->type_size) {
+            if (ti->type == ADIL_WT_MXFP4) data[b] = (uint8_t)(118 + next_u32() % 8); /* 2^-10 .. 2^-3 */
             for (int s = 0; s < ti->n_scales; s++) {
                 const adil_fp16 h = adil_f32_to_fp16(0.01f * next_f());
                 memcpy(data + b + ti->scale_at[s], &h, 2);
             }
+        }
     }
     adil_weight w = {ti->type, rows, COLS, data};
     return w;
@@ -197,6 +201,10 @@ int main(void) {
             run_case(pools[p], 4, (const int[]){4, 6, 2, 3}, (const int64_t[]){33, 64, 1, 300}, T, false);
             /* Q4_1 (Q8_1 activations) beside Q8_0 (Q8_0 activations) */
             run_case(pools[p], 3, (const int[]){7, 0, 7}, (const int64_t[]){96, 64, 33}, T, false);
+            /* Q5_1 (Q8_1), IQ4_NL and MXFP4 (Q8_0) together; MXFP4 rows are
+             * 272 bytes (17-byte blocks), no multiple of 32 */
+            run_case(pools[p], 3, (const int[]){8, 9, 10}, (const int64_t[]){70, 64, 129}, T, false);
+            run_case(pools[p], 2, (const int[]){10, 10}, (const int64_t[]){640, 640}, T, true);
             /* gate/up-like with an epilogue */
             run_case(pools[p], 2, (const int[]){1, 1}, (const int64_t[]){2048, 2048}, T, true);
             run_case(pools[p], 2, (const int[]){3, 4}, (const int64_t[]){100, 100}, T, true);

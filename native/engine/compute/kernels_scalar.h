@@ -42,6 +42,14 @@ float adil_vec_dot_q8_0_q8_0(int64_t n, const void *w, const void *a);
 void adil_dequantize_row_q8_1(const void *src, float *dst, int64_t n);
 void adil_quantize_row_q8_1(const float *src, void *dst, int64_t n);
 
+/* 4-bit codes into a table of values, 32-element blocks (quant_codebook.c);
+ * IQ4_NL has no quantizer (ggml's searches scales; tests write random blocks) */
+void adil_dequantize_row_iq4_nl(const void *src, float *dst, int64_t n);
+float adil_vec_dot_iq4_nl_q8_0(int64_t n, const void *w, const void *a);
+void adil_dequantize_row_mxfp4(const void *src, float *dst, int64_t n);
+void adil_quantize_row_mxfp4(const float *src, void *dst, int64_t n);
+float adil_vec_dot_mxfp4_q8_0(int64_t n, const void *w, const void *a);
+
 /* K-quants, 256-element super-blocks (quant_k.c) */
 void adil_dequantize_row_q2_K(const void *src, float *dst, int64_t n);
 float adil_vec_dot_q2_K_q8_K(int64_t n, const void *w, const void *a);

@@ -22,12 +22,20 @@ static const adil_wtype_facts FACTS[ADIL_WT_COUNT] = {
     [ADIL_WT_Q5_K] = {"Q5_K", ADIL_QK_K, sizeof(block_q5_K)},
     [ADIL_WT_Q6_K] = {"Q6_K", ADIL_QK_K, sizeof(block_q6_K)},
     [ADIL_WT_Q8_K] = {"Q8_K", ADIL_QK_K, sizeof(block_q8_K)},
+    [ADIL_WT_IQ4_NL] = {"IQ4_NL", ADIL_QK, sizeof(block_iq4_nl)},
+    [ADIL_WT_MXFP4] = {"MXFP4", ADIL_QK, sizeof(block_mxfp4)},
     [ADIL_WT_I8] = {"I8", 1, 1},
     [ADIL_WT_I16] = {"I16", 1, 2},
     [ADIL_WT_I32] = {"I32", 1, 4},
     [ADIL_WT_I64] = {"I64", 1, 8},
     [ADIL_WT_F64] = {"F64", 1, 8},
 };
+
+/* Values from the ggml documentation of the formats (kvalues_iq4nl,
+ * kvalues_mxfp4). */
+const int8_t adil_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                       1,    13,   25,  38,  53,  69,  89,  113};
+const int8_t adil_kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 const adil_wtype_facts *adil_wtype_facts_get(uint32_t type) {
     return type < ADIL_WT_COUNT && FACTS[type].name != NULL ? &FACTS[type] : NULL;

@@ -36,12 +36,14 @@ enum {
     ADIL_WT_Q5_K = 13,
     ADIL_WT_Q6_K = 14,
     ADIL_WT_Q8_K = 15,
+    ADIL_WT_IQ4_NL = 20,
     ADIL_WT_I8 = 24,
     ADIL_WT_I16 = 25,
     ADIL_WT_I32 = 26,
     ADIL_WT_I64 = 27,
     ADIL_WT_F64 = 28,
     ADIL_WT_BF16 = 30,
+    ADIL_WT_MXFP4 = 39,
     ADIL_WT_COUNT = 40 /* ids are < ADIL_WT_COUNT */
 };
 
@@ -100,6 +102,32 @@ typedef struct {
     int8_t qs[ADIL_QK];
 } block_q8_1;
 _Static_assert(sizeof(block_q8_1) == 4 + 32, "block_q8_1 size");
+
+/* IQ4_NL: x = d * kvalues_iq4nl[q], q a 4-bit code into a fixed non-linear
+ * table of 16 int8 values (adil_kvalues_iq4nl); nibbles as Q4_0 (element j
+ * low nibble of qs[j], j + 16 the high nibble).  Activations Q8_0. */
+typedef struct {
+    adil_fp16 d;
+    uint8_t qs[ADIL_QK / 2];
+} block_iq4_nl;
+_Static_assert(sizeof(block_iq4_nl) == 2 + 16, "block_iq4_nl size");
+
+/* MXFP4 (OCP microscaling FP4): x = 2^(e - 127) * e2m1(q), q a 4-bit E2M1
+ * code (sign, 2 exponent bits, 1 mantissa bit), e an E8M0 byte; nibbles as
+ * Q4_0.  As in ggml the E2M1 values are kept doubled as int8
+ * (adil_kvalues_mxfp4) and the scale halved (adil_e8m0_half_to_f32), so
+ * x = e8m0_half(e) * kvalues_mxfp4[q].  Activations Q8_0.  17 bytes: no
+ * alignment needed. */
+typedef struct {
+    uint8_t e;
+    uint8_t qs[ADIL_QK / 2];
+} block_mxfp4;
+_Static_assert(sizeof(block_mxfp4) == 1 + 16, "block_mxfp4 size");
+
+/* The 16 values of the IQ4_NL / IQ4_XS codes, and the doubled E2M1 values
+ * of MXFP4 (0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives, times 2). */
+extern const int8_t adil_kvalues_iq4nl[16];
+extern const int8_t adil_kvalues_mxfp4[16];
 
 /* Q2_K: 16 sub-blocks of 16; 4-bit scale and min per sub-block. */
 typedef struct {
@@ -181,5 +209,16 @@ float adil_fp16_to_f32(adil_fp16 h);
 adil_fp16 adil_f32_to_fp16(float f); /* round to nearest even */
 float adil_bf16_to_f32(adil_bf16 h);
 adil_bf16 adil_f32_to_bf16(float f); /* round to nearest even, NaN kept */
+
+/* Half the E8M0 scale e, 2^(e - 128), exactly (ggml's e8m0_to_fp32_half):
+ * e = 0 and 1 are float subnormals; e = 255 (NaN in the OCP spec) reads as
+ * 2^127, as in ggml.  Inline: the SIMD kernels call it per block. */
+static inline float adil_e8m0_half_to_f32(uint8_t e) {
+    union {
+        uint32_t u;
+        float f;
+    } v = {e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23};
+    return v.f;
+}
 
 #endif /* ADIL_WEIGHT_TYPES_H */

@@ -1,5 +1,5 @@
 /*
- * legacy_cores.h — the loops of the Q8_0 / Q4_0 / Q5_0 / Q4_1 dot products
+ * legacy_cores.h — the loops of the 32-element types' dot products
  * (the per-block maths is in legacy_blocks.h), included through
  * legacy_level.h by legacy_avx2.c and legacy_avx512.c:
  *   lg_core  R rows x T tokens with every accumulator in a register;
@@ -37,7 +37,7 @@ ADIL_INLINE float lg_finish(const __m256 chains[LG_CHAINS]) {
 
 /* Where a core's weight blocks come from: the rows themselves, or lg_gemm's
  * unpacked copy (pu / pd / pm, LG_PACK_MAX_BLOCKS entries per row; pm, the
- * minimum, is written and read for Q4_1 only). */
+ * minimum, is written and read for Q4_1 / Q5_1 only). */
 typedef struct lg_rows {
     const __m256i (*pu)[LG_PACK_MAX_BLOCKS];
     const float (*pd)[LG_PACK_MAX_BLOCKS];
@@ -46,7 +46,7 @@ typedef struct lg_rows {
 
 ADIL_INLINE lg_row lg_get_row(const adil_tile *t, lg_kind kind, const lg_rows *src, int r, int64_t b) {
     if (src != NULL) {
-        return lg_row_unpacked(kind, src->pu[r][b], src->pd[r][b], kind == LG_Q4_1 ? src->pm[r][b] : 0.0f);
+        return lg_row_unpacked(kind, src->pu[r][b], src->pd[r][b], lg_has_min(kind) ? src->pm[r][b] : 0.0f);
     }
     return lg_row_prep(kind, t->w + (size_t)r * t->w_stride, b);
 }
@@ -136,7 +136,7 @@ ADIL_INLINE void lg_gemm(const adil_tile *t, lg_kind kind, const adil_tile_shape
                 lg_row row = lg_row_prep(kind, s.w + (size_t)r * t->w_stride, b);
                 pu[r][b] = lg_row_packed(kind, &row);
                 pd[r][b] = row.d;
-                if (kind == LG_Q4_1) {
+                if (lg_has_min(kind)) {
                     pm[r][b] = row.m;
                 }
             }
@@ -150,12 +150,12 @@ ADIL_INLINE void lg_gemm(const adil_tile *t, lg_kind kind, const adil_tile_shape
     }
 }
 
-/* One block of the GEMV: the token's side comes prepared (sa: Q4_1 only,
+/* One block of the GEMV: the token's side comes prepared (sa: Q4_1 / Q5_1 only,
  * and only then written or read). */
 ADIL_INLINE __m256 lg_gemv_step(const adil_tile *t, lg_kind kind, const uint8_t *w, int64_t b,
                                 const __m256i *fix, const float *da, const float *sa, __m256 acc) {
     lg_token k = {_mm256_loadu_si256((const __m256i *)lg_act_qs(kind, t->act, b)), fix[b],
-                  _mm256_set1_ps(da[b]), kind == LG_Q4_1 ? lg_lane0(sa[b]) : _mm256_setzero_ps()};
+                  _mm256_set1_ps(da[b]), lg_has_min(kind) ? lg_lane0(sa[b]) : _mm256_setzero_ps()};
     lg_row row = lg_row_prep(kind, w, b);
     return lg_pair_step(kind, &row, &k, acc);
 }
@@ -181,7 +181,7 @@ ADIL_INLINE void lg_gemv(const adil_tile *t, lg_kind kind, adil_tile_core_fn one
     for (int64_t b = 0; b < nb; b++) {
         fix[b] = lg_token_fix(kind, _mm256_loadu_si256((const __m256i *)lg_act_qs(kind, t->act, b)));
         da[b] = simd_fp16(lg_act_d(kind, t->act, b));
-        if (kind == LG_Q4_1) {
+        if (lg_has_min(kind)) {
             sa[b] = lg_act_s(t->act, b);
         }
     }
