@@ -8,6 +8,8 @@
  *     values and extremes; the gating multiply by `up` is exact;
  *   - every level against the scalar libm reference, which itself is held to
  *     the looser bound its cancellation for negative x allows;
+ *   - swiglu-oai (gpt-oss) within the SiLU budget (t = 1.702 min(g, 7)) of
+ *     its exact value, gates and ups on both sides of the clamps;
  *   - lengths 0..40 (vector bodies and tails) leave nothing outside [0, n)
  *     touched;
  *   - the RMS norm of a row within an ulp of the scalar one (both sum the
@@ -120,6 +122,38 @@ static void check_glu(int level, const char *name, adil_glu_fn glu, t_fn t_of) {
     free(up);
 }
 
+/* swiglu-oai against its definition in double (activation.h), for gates
+ * swept over [-30, 30] (past the limit 7) and ups over [-10, 10]. */
+static void check_swiglu_oai(int level, const adil_act_kernels *k) {
+    int64_t n;
+    const float extra[] = {0.0f, -0.0f, 7.0f, -7.0f, 6.9999995f, 7.0000005f, 1e-30f, -50.0f, 1e19f, -1e19f};
+    float *x = inputs(-30.0f, 30.0f, 1 << 20, 1 << 18, extra, 10, &n);
+    float *g = malloc((size_t)n * sizeof(float));
+    float *up = malloc((size_t)n * sizeof(float));
+    memcpy(g, x, (size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++) up[i] = i % 7 == 0 ? (i % 2 ? 7.0f : -7.0f) : rnd(-10.0f, 10.0f);
+    const float *u_in = up;
+    k->swiglu_oai(g, up, n);
+    double worst_rel = 0.0;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double gc = x[i] < 7.0f ? x[i] : 7.0, uc = fmin(fmax(u_in[i], -7.0), 7.0);
+        const double t = (double)ADIL_OAI_ALPHA * gc, e = gc / (1.0 + exp(-t)) * (uc + 1.0);
+        const double err = fabs((double)g[i] - e);
+        const double rel = ADIL_ACT_MAX_REL_ERROR + ADIL_ACT_REL_ERROR_PER_T * fabs(t);
+        if (!(err <= rel * fabs(e) + ADIL_ACT_MAX_ABS_ERROR) && bad++ < 5)
+            fprintf(stderr, "level %s swiglu_oai(%.9g, %.9g) = %.9g, exact %.9g\n",
+                    adil_cpu_level_string(level), (double)x[i], (double)u_in[i], (double)g[i], e);
+        if (fabs(e) > 1e-30 && err / (rel * fabs(e)) > worst_rel) worst_rel = err / (rel * fabs(e));
+    }
+    printf("level %s: swiglu_oai max error %.3g of the relative budget\n", adil_cpu_level_string(level),
+           worst_rel);
+    CHECK(bad == 0);
+    free(x);
+    free(g);
+    free(up);
+}
+
 /* The gate is multiplied by up exactly, and nothing outside [0, n) is touched. */
 static void test_lengths(const adil_act_kernels *k) {
     for (int64_t n = 0; n <= 40; n++) {
@@ -137,12 +171,18 @@ static void test_lengths(const adil_act_kernels *k) {
         k->gelu_tanh(gated, u, n);
         k->gelu_tanh(plain, ones, n);
         k->exp(e, e, n);
+        float oai[48], oai_ref[48];
+        memcpy(oai, g, sizeof oai);
+        memcpy(oai_ref, g, sizeof oai_ref);
+        k->swiglu_oai(oai, u, n);
+        adil_act_kernels_at(ADIL_CPU_SCALAR)->swiglu_oai(oai_ref, u, n);
         for (int64_t i = 0; i < 48; i++) {
             if (i < n) {
                 CHECK(gated[i] == plain[i] * u[i]);
                 CHECK(fabs((double)e[i] - exp((double)g[i])) <= 1e-6 * exp((double)g[i]));
+                CHECK(fabsf(oai[i] - oai_ref[i]) <= 4e-6f * fabsf(oai_ref[i]) + 1e-37f);
             } else {
-                CHECK(gated[i] == g[i] && plain[i] == g[i] && e[i] == g[i]);
+                CHECK(gated[i] == g[i] && plain[i] == g[i] && e[i] == g[i] && oai[i] == g[i]);
             }
         }
     }
@@ -189,6 +229,7 @@ int main(void) {
         test_exp(level, k);
         check_glu(level, "gelu_tanh", k->gelu_tanh, gelu_t);
         check_glu(level, "silu", k->silu, silu_t);
+        check_swiglu_oai(level, k);
         test_lengths(k);
         test_rmsnorm(level, k);
     }

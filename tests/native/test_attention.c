@@ -10,13 +10,18 @@
  *     in a tile whose rows are reversed (so it sits in another register
  *     slot and shares its keys with other rows);
  *   - nothing outside the output rows is written, positions outside every
- *     range are never read (they hold NaN).
+ *     range are never read (they hold NaN);
+ *   - attention sinks (a per-row logit in the softmax denominator): the same
+ *     budget with the sink counted as a score, sinks below, among and above
+ *     the scores; the scalar reference against the definition in double; a
+ *     sink of -inf gives the bits of no sink at every level.
  */
 #include "compute/attention.h"
 #include "compute/cpu_level.h"
 #include "test_util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,8 +70,9 @@ static void setup_free(setup *s) {
     free(s->scratch);
 }
 
-/* Fills the tile's rows: ranges of the given kind, q/k/v of magnitude qmag. */
-static void make_tile(setup *s, adil_att_tile *t, int n_rows, int kind, float qmag) {
+/* Fills the tile's rows: ranges of the given kind, q/k/v of magnitude qmag,
+ * and with_sinks: a sink per row of about the scores' size or far above. */
+static void make_tile(setup *s, adil_att_tile *t, int n_rows, int kind, float qmag, bool with_sinks) {
     memset(t, 0, sizeof *t);
     t->n_rows = n_rows;
     int64_t lo = N_CTX, hi = 0;
@@ -89,7 +95,9 @@ static void make_tile(setup *s, adil_att_tile *t, int n_rows, int kind, float qm
         hi = last > hi ? last : hi;
         t->q[r] = s->q + r * s->hd;
         t->o[r] = s->o + r * (s->hdv + GUARD);
+        t->sink[r] = r % 5 == 4 ? rnd(5.0f, 30.0f) : rnd(-3.0f, 3.0f) * (qmag > 1.0f ? qmag : 1.0f);
     }
+    t->has_sinks = with_sinks;
     for (int64_t i = 0; i < ADIL_ATT_MAX_ROWS * s->hd; i++) s->q[i] = rnd(-qmag, qmag);
     for (int64_t p = 0; p < N_CTX; p++) {
         for (int64_t i = 0; i < s->k_stride; i++)
@@ -125,10 +133,11 @@ static double max_abs_v(const setup *s, int64_t first, int64_t last) {
     return m;
 }
 
-/* Largest |q·k| * scale of row r: rounding of the scores moves each weight
- * e^(s - max) by about ulp(1) * |s - max|, so the budget scales with it. */
+/* Largest |q·k| * scale of row r (its sink counted as a score): rounding
+ * of the scores moves each weight e^(s - max) by about ulp(1) * |s - max|,
+ * so the budget scales with it. */
 static double max_abs_score(const adil_att_tile *t, int r) {
-    double m = 0.0;
+    double m = t->has_sinks ? fabs(t->sink[r]) : 0.0;
     for (int64_t p = t->first[r]; p <= t->last[r]; p++) {
         double d = 0.0;
         for (int64_t i = 0; i < t->head_dim; i++)
@@ -140,9 +149,9 @@ static double max_abs_score(const adil_att_tile *t, int r) {
 
 static double worst_seen[ADIL_CPU_LEVEL_COUNT];
 
-static void check_level(int level, setup *s, int n_rows, int kind, float qmag) {
+static void check_level(int level, setup *s, int n_rows, int kind, float qmag, bool with_sinks) {
     adil_att_tile t;
-    make_tile(s, &t, n_rows, kind, qmag);
+    make_tile(s, &t, n_rows, kind, qmag, with_sinks);
     const size_t n_out = (size_t)(ADIL_ATT_MAX_ROWS * s->hdv);
     float *ref = malloc(sizeof(float) * n_out), *got = malloc(sizeof(float) * n_out);
     float *alone = malloc(sizeof(float) * n_out);
@@ -164,6 +173,7 @@ static void check_level(int level, setup *s, int n_rows, int kind, float qmag) {
         one.o[0] = t.o[r];
         one.first[0] = t.first[r];
         one.last[0] = t.last[r];
+        one.sink[0] = t.sink[r];
         for (int64_t i = 0; i < ADIL_ATT_MAX_ROWS * (s->hdv + GUARD); i++) s->o[i] = -7.0f;
         adil_attention_kernel_at(level)(&one);
         CHECK(memcmp(t.o[r], got + r * s->hdv, sizeof(float) * (size_t)s->hdv) == 0);
@@ -175,6 +185,7 @@ static void check_level(int level, setup *s, int n_rows, int kind, float qmag) {
         rev.o[r] = t.o[n_rows - 1 - r];
         rev.first[r] = t.first[n_rows - 1 - r];
         rev.last[r] = t.last[n_rows - 1 - r];
+        rev.sink[r] = t.sink[n_rows - 1 - r];
     }
     run(adil_attention_kernel_at(level), &rev, s, alone);
     for (int r = 0; r < n_rows; r++)
@@ -183,6 +194,49 @@ static void check_level(int level, setup *s, int n_rows, int kind, float qmag) {
     free(ref);
     free(got);
     free(alone);
+}
+
+/* The scalar reference with sinks against the definition, in double:
+ * o = Σ e^(s_p - m) v_p / (Σ e^(s_p - m) + e^(sink - m)). */
+static void check_sink_definition(setup *s) {
+    adil_att_tile t;
+    make_tile(s, &t, ADIL_ATT_MAX_ROWS, 2, 1.0f, true);
+    float *got = malloc(sizeof(float) * (size_t)(ADIL_ATT_MAX_ROWS * s->hdv));
+    double *e = malloc(sizeof(double) * N_CTX);
+    run(adil_attention_kernel_at(ADIL_CPU_SCALAR), &t, s, got);
+    for (int r = 0; r < t.n_rows; r++) {
+        double m = t.sink[r];
+        for (int64_t p = t.first[r]; p <= t.last[r]; p++) {
+            double d = 0.0;
+            for (int64_t j = 0; j < s->hd; j++) d += (double)t.q[r][j] * s->k[p * s->k_stride + j];
+            e[p] = d * t.scale;
+            m = fmax(m, e[p]);
+        }
+        double sum = exp(t.sink[r] - m);
+        for (int64_t p = t.first[r]; p <= t.last[r]; p++) sum += (e[p] = exp(e[p] - m));
+        for (int64_t i = 0; i < s->hdv; i++) {
+            double num = 0.0;
+            for (int64_t p = t.first[r]; p <= t.last[r]; p++) num += e[p] * s->v[p * s->v_stride + i];
+            CHECK(fabs(got[r * s->hdv + i] - num / sum) <= 1e-5 * max_abs_v(s, t.first[r], t.last[r]));
+        }
+    }
+    free(e);
+    free(got);
+}
+
+/* A sink of -inf takes no share: the bits of the same tile without sinks. */
+static void check_minus_inf_sink(int level, setup *s) {
+    adil_att_tile t;
+    make_tile(s, &t, ADIL_ATT_MAX_ROWS, 0, 8.0f, false);
+    const size_t n_out = (size_t)(ADIL_ATT_MAX_ROWS * s->hdv);
+    float *plain = malloc(sizeof(float) * n_out), *inf = malloc(sizeof(float) * n_out);
+    run(adil_attention_kernel_at(level), &t, s, plain);
+    t.has_sinks = true;
+    for (int r = 0; r < t.n_rows; r++) t.sink[r] = -INFINITY;
+    run(adil_attention_kernel_at(level), &t, s, inf);
+    CHECK(memcmp(plain, inf, sizeof(float) * n_out) == 0);
+    free(plain);
+    free(inf);
 }
 
 int main(void) {
@@ -197,7 +251,10 @@ int main(void) {
             for (int n_rows = 1; n_rows <= ADIL_ATT_MAX_ROWS; n_rows++)
                 for (int kind = 0; kind < 3; kind++)
                     for (size_t m = 0; m < sizeof mags / sizeof mags[0]; m++)
-                        check_level(level, &s, n_rows, kind, mags[m]);
+                        for (int sinks = 0; sinks < 2; sinks++)
+                            check_level(level, &s, n_rows, kind, mags[m], sinks);
+            if (level == ADIL_CPU_SCALAR) check_sink_definition(&s);
+            check_minus_inf_sink(level, &s);
             setup_free(&s);
         }
         printf("level %s: max error %.3g of max |v| (1 + max |score|) (budget %.3g)\n",

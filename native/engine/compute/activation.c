@@ -23,6 +23,18 @@ static void glu_silu_scalar(float *gate, const float *up, int64_t n) {
     for (int64_t i = 0; i < n; i++) gate[i] = silu(gate[i]) * up[i];
 }
 
+/* min / clamp written as ggml writes them (std::min, std::clamp), so a NaN
+ * gate stays NaN. */
+static void glu_swiglu_oai_scalar(float *gate, const float *up, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const float g = ADIL_OAI_LIMIT < gate[i] ? ADIL_OAI_LIMIT : gate[i];
+        const float u = up[i] < -ADIL_OAI_LIMIT  ? -ADIL_OAI_LIMIT
+                        : ADIL_OAI_LIMIT < up[i] ? ADIL_OAI_LIMIT
+                                                 : up[i];
+        gate[i] = g / (1.0f + expf(ADIL_OAI_ALPHA * -g)) * (u + 1.0f);
+    }
+}
+
 static void exp_scalar(const float *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = expf(x[i]);
 }
@@ -35,14 +47,18 @@ static void rmsnorm_scalar(float *out, const float *x, const float *w, int64_t n
 }
 
 static const adil_act_kernels LEVELS[ADIL_CPU_LEVEL_COUNT] = {
-    [ADIL_CPU_SCALAR] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar, rmsnorm_scalar},
+    [ADIL_CPU_SCALAR] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar, rmsnorm_scalar,
+                         glu_swiglu_oai_scalar},
 #if defined(__x86_64__)
-    [ADIL_CPU_AVX2] = {adil_glu_gelu_tanh_avx2, adil_glu_silu_avx2, adil_exp_avx2, adil_rmsnorm_avx2},
+    [ADIL_CPU_AVX2] = {adil_glu_gelu_tanh_avx2, adil_glu_silu_avx2, adil_exp_avx2, adil_rmsnorm_avx2,
+                       adil_glu_swiglu_oai_avx2},
     [ADIL_CPU_AVX512] = {adil_glu_gelu_tanh_avx512, adil_glu_silu_avx512, adil_exp_avx512,
-                         adil_rmsnorm_avx512},
+                         adil_rmsnorm_avx512, adil_glu_swiglu_oai_avx512},
 #else
-    [ADIL_CPU_AVX2] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar, rmsnorm_scalar},
-    [ADIL_CPU_AVX512] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar, rmsnorm_scalar},
+    [ADIL_CPU_AVX2] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar, rmsnorm_scalar,
+                       glu_swiglu_oai_scalar},
+    [ADIL_CPU_AVX512] = {glu_gelu_tanh_scalar, glu_silu_scalar, exp_scalar, rmsnorm_scalar,
+                         glu_swiglu_oai_scalar},
 #endif
 };
 

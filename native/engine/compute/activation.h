@@ -2,8 +2,13 @@
  * activation.h — the element-wise kernels of a forward pass, per CPU level:
  * the gated activations of the feed-forward block,
  *     gate[i] = act(gate[i]) * up[i],  i < n,
- * with act = GELU (tanh approximation) or SiLU; e^x; and the RMS norm of a
- * row.
+ * with act = GELU (tanh approximation) or SiLU, gpt-oss's clamped variant
+ * (below); e^x; and the RMS norm of a row.
+ *
+ * swiglu-oai (gpt-oss; ggml's swiglu_oai with alpha 1.702, limit 7):
+ *     g = min(gate, 7),  u = clamp(up, -7, 7),
+ *     gate = g / (1 + e^(-1.702 g)) * (u + 1),
+ * a SiLU of the scaled gate (t = 1.702 g below) times the shifted up.
  *
  * The scalar level is the reference, written with libm:
  *     gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
@@ -31,6 +36,9 @@
 #define ADIL_ACT_REL_ERROR_PER_T 2.4e-7 /* 2^-22 */
 #define ADIL_ACT_MAX_ABS_ERROR   1e-37
 
+#define ADIL_OAI_ALPHA 1.702f /* swiglu-oai: sigmoid(alpha * gate) */
+#define ADIL_OAI_LIMIT 7.0f   /* swiglu-oai: gate <= limit, |up| <= limit */
+
 /* gate[i] = act(gate[i]) * up[i], i < n (gate and up do not overlap). */
 typedef void (*adil_glu_fn)(float *gate, const float *up, int64_t n);
 
@@ -50,6 +58,7 @@ typedef struct adil_act_kernels {
     adil_glu_fn silu;
     adil_exp_fn exp;
     adil_rmsnorm_fn rmsnorm;
+    adil_glu_fn swiglu_oai;
 } adil_act_kernels;
 
 /* The kernels of the selected CPU level (cpu_level.h). */
@@ -64,10 +73,12 @@ void adil_glu_gelu_tanh_avx2(float *gate, const float *up, int64_t n);
 void adil_glu_silu_avx2(float *gate, const float *up, int64_t n);
 void adil_exp_avx2(const float *x, float *y, int64_t n);
 void adil_rmsnorm_avx2(float *out, const float *x, const float *w, int64_t n, float eps);
+void adil_glu_swiglu_oai_avx2(float *gate, const float *up, int64_t n);
 void adil_glu_gelu_tanh_avx512(float *gate, const float *up, int64_t n);
 void adil_glu_silu_avx512(float *gate, const float *up, int64_t n);
 void adil_exp_avx512(const float *x, float *y, int64_t n);
 void adil_rmsnorm_avx512(float *out, const float *x, const float *w, int64_t n, float eps);
+void adil_glu_swiglu_oai_avx512(float *gate, const float *up, int64_t n);
 #endif
 
 #endif /* ADIL_ACTIVATION_H */

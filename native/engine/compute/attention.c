@@ -29,11 +29,14 @@ static void attend_row(const adil_att_tile *t, int r, float *s) {
         s[p - first] = dot_f32(t->q[r], t->k + (size_t)p * t->k_stride, t->head_dim) * t->scale;
         if (s[p - first] > max) max = s[p - first];
     }
+    /* a sink joins the max and the denominator, with no value */
+    if (t->has_sinks && t->sink[r] > max) max = t->sink[r];
     double sum = 0.0;
     for (int64_t p = first; p <= last; p++) {
         s[p - first] = expf(s[p - first] - max);
         sum += s[p - first];
     }
+    if (t->has_sinks) sum += expf(t->sink[r] - max);
     const float inv = (float)(1.0 / sum);
     float *o = t->o[r];
     memset(o, 0, (size_t)t->head_dim_v * sizeof(float));

@@ -20,12 +20,14 @@
  * AVX2 and AVX-512 use register tiles and the vector e^x of simd/vmath_x86.h.
  * Budget (test_attention.c): each output element within
  *     ADIL_ATT_MAX_ERROR * max_p |v[p]| * (1 + max_p |q·k[p] * scale|)
- * of the reference, p over the row's visible positions (rounding a score s
- * moves its weight e^(s - max) by about |s - max| ulp(1)).
+ * of the reference, p over the row's visible positions, the sink counted as
+ * a score (rounding a score s moves its weight e^(s - max) by about
+ * |s - max| ulp(1)).
  */
 #ifndef ADIL_ATTENTION_H
 #define ADIL_ATTENTION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +47,8 @@ typedef struct adil_att_tile {
     int64_t head_dim;   /* q and k */
     int64_t head_dim_v; /* v and o */
     float scale;        /* multiplies q·k */
+    bool has_sinks;     /* when true, row r's softmax includes sink[r] */
+    float sink[ADIL_ATT_MAX_ROWS];
     /* ADIL_ATT_MAX_ROWS * (max last - min first + 1) floats, clobbered */
     float *scratch;
 } adil_att_tile;

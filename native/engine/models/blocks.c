@@ -40,6 +40,19 @@ static adil_mm_group single(const adil_weight *w, float *y) {
     return g;
 }
 
+adil_glu_fn adil_ffn_glu(adil_ffn_act act) {
+    const adil_act_kernels *k = adil_act_kernels_get();
+    switch (act) {
+    case ADIL_FFN_GELU_TANH:
+        return k->gelu_tanh;
+    case ADIL_FFN_SWIGLU_OAI:
+        return k->swiglu_oai;
+    case ADIL_FFN_SILU:
+    default:
+        return k->silu;
+    }
+}
+
 size_t adil_blocks_scratch_size(const adil_transformer *m, int64_t n_batch) {
     size_t most = 0;
     for (int64_t il = 0; il < m->hp.n_layer; il++) {
@@ -76,8 +89,9 @@ adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int
     adil_rope_rows(fw, fw->q, T, hp->n_head * hp->head_dim, hp->n_head, hp->head_dim, pos0, &cfg->rope);
     adil_rope_rows(fw, k, T, hp->n_head_kv * hp->head_dim, hp->n_head_kv, hp->head_dim, pos0, &cfg->rope);
 
-    /* softmax(q·Kᵀ * scale) · V over the visible cache: att (T, n_head * head_dim_v) */
-    adil_attention(fw, hp, il, fw->q, fw->att, T, pos0, cfg->window, cfg->scale);
+    /* softmax(q·Kᵀ * scale) · V over the visible cache (with the layer's
+     * sinks, if any): att (T, n_head * head_dim_v) */
+    adil_attention(fw, hp, il, fw->q, fw->att, T, pos0, cfg->window, cfg->scale, L->attn_sinks);
 
     /* output projection: out (T, n_embd) */
     const adil_mm_group wo = single(&L->wo, out);
@@ -87,14 +101,10 @@ adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int
 adil_status adil_gated_ffn(const adil_transformer *m, adil_forward *fw, int64_t il, const float *xb,
                            int64_t T, float *out) {
     const adil_layer *L = &m->layers[il];
-    const adil_act_kernels *k = adil_act_kernels_get();
     adil_status st;
     /* hb = act(Wgate · xb) * (Wup · xb), (T, n_ff), chunk by chunk */
-    glu_rows glu = {.glu = m->hp.ffn_act == ADIL_FFN_GELU_TANH ? k->gelu_tanh : k->silu,
-                    .gate = fw->hb,
-                    .up = fw->hb2,
-                    .T = T,
-                    .n_ff = m->hp.n_ff};
+    glu_rows glu = {
+        .glu = adil_ffn_glu(m->hp.ffn_act), .gate = fw->hb, .up = fw->hb2, .T = T, .n_ff = m->hp.n_ff};
     const adil_mm_group gate_up = ffn_group(L, fw->hb, fw->hb2, &glu);
     if ((st = adil_matmul_group(fw->pool, &gate_up, xb, T, fw->mm_scratch, fw->mm_scratch_size))) return st;
     /* down projection: out (T, n_embd) */

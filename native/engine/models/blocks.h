@@ -6,6 +6,7 @@
 #ifndef ADIL_MODEL_BLOCKS_H
 #define ADIL_MODEL_BLOCKS_H
 
+#include "compute/activation.h"
 #include "models/ops.h"
 
 /* How one layer's attention looks at positions. */
@@ -24,6 +25,10 @@ adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int
 
 /* Bytes of fw->mm_scratch the two blocks need for batches of n_batch tokens. */
 size_t adil_blocks_scratch_size(const adil_transformer *m, int64_t n_batch);
+
+/* The gated activation of `act` at the selected CPU level:
+ * gate = act(gate) * up (compute/activation.h). */
+adil_glu_fn adil_ffn_glu(adil_ffn_act act);
 
 /* out (T, n_embd) = Wdown · (act(Wgate · xb) * (Wup · xb)) for layer il;
  * uses fw->hb and fw->hb2 (T, n_ff). */

@@ -32,11 +32,11 @@ static adil_status read_hparams(const gguf_file *f, adil_hparams *hp) {
     if ((st = adil_hp_float(f, ARCH, "attention.layer_norm_rms_epsilon", 1e-6f, &hp->rms_eps))) return st;
     if ((st = adil_hp_float(f, ARCH, "rope.freq_base", 1000000.0f, &hp->rope_base))) return st;
     if ((st = adil_hp_float(f, ARCH, "rope.freq_base_swa", 10000.0f, &hp->rope_base_local))) return st;
-    if ((st = adil_rope_scaling(f, ARCH, &hp->rope_scale))) return st;
+    hp->n_ctx_train = (uint32_t)ctx;
+    if ((st = adil_rope_scaling(f, ARCH, hp))) return st;
     float softcap = 0.0f;
     if ((st = gguf_get_f32(f, ARCH ".final_logit_softcapping", &softcap, &(bool){false}))) return st;
 
-    hp->n_ctx_train = (uint32_t)ctx;
     hp->n_rot = hp->head_dim;
     hp->rope_neox = true;
     hp->swa_period = 6;
@@ -84,7 +84,8 @@ static adil_attn_cfg layer_attn(const adil_hparams *hp, int64_t il) {
                  .base = local ? hp->rope_base_local : hp->rope_base,
                  .scale = local ? 1.0f : hp->rope_scale,
                  .neox = true,
-                 .factors = NULL},
+                 .factors = NULL,
+                 .yarn = &hp->rope_yarn},
         .window = local ? hp->sliding_window : 0,
         .scale = hp->attn_scale,
     };

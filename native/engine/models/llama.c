@@ -22,9 +22,9 @@ static adil_status read_hparams(const gguf_file *f, adil_hparams *hp) {
     if ((st = adil_hp_int(f, ARCH, "context_length", 4096, 1 << 24, &ctx))) return st;
     if ((st = adil_hp_float(f, ARCH, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps))) return st;
     if ((st = adil_hp_float(f, ARCH, "rope.freq_base", 10000.0f, &hp->rope_base))) return st;
-    if ((st = adil_rope_scaling(f, ARCH, &hp->rope_scale))) return st;
-
     hp->n_ctx_train = (uint32_t)ctx;
+    if ((st = adil_rope_scaling(f, ARCH, hp))) return st;
+
     hp->rope_base_local = hp->rope_base;
     hp->rope_neox = false;
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
@@ -63,7 +63,8 @@ static adil_status llama_forward(const adil_transformer *m, adil_forward *fw, co
                  .base = hp->rope_base,
                  .scale = hp->rope_scale,
                  .neox = false,
-                 .factors = m->rope_factors},
+                 .factors = m->rope_factors,
+                 .yarn = &hp->rope_yarn},
         .window = 0,
         .scale = hp->attn_scale,
     };

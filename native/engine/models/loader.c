@@ -4,6 +4,7 @@
  */
 #include "models/loader.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -104,18 +105,40 @@ adil_status adil_load_end(const gguf_file *f, adil_transformer *m, adil_f32_aren
     return ADIL_OK;
 }
 
-adil_status adil_rope_scaling(const gguf_file *f, const char *arch, float *scale) {
+/* llama.cpp's yarn_attn_factor for scaling factor `factor` (llama-context.cpp):
+ * YaRN's magnitude 1 + 0.1 ln(factor), divided by the same term that the
+ * rope multiplies in again, times rope.scaling.attn_factor.  Computed in
+ * float, in llama.cpp's order. */
+static float yarn_attn_factor(float factor, float attn_factor) {
+    const float mscale = factor <= 1.0f ? 1.0f : 0.1f * logf(factor) + 1.0f;
+    return mscale * (1.0f / (1.0f + 0.1f * logf(factor))) * attn_factor;
+}
+
+adil_status adil_rope_scaling(const gguf_file *f, const char *arch, adil_hparams *hp) {
     char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
     gguf_str type = {"", 0};
     adil_status st = gguf_get_cstr(f, key, &type, &(bool){false});
     if (st != ADIL_OK) return st;
-    if (type.len && !gguf_str_eq(type, "linear") && !gguf_str_eq(type, "none"))
+    const bool yarn = gguf_str_eq(type, "yarn");
+    if (type.len && !gguf_str_eq(type, "linear") && !gguf_str_eq(type, "none") && !yarn)
         return adil_fail(ADIL_STATUS_CAPABILITY,
-                         "model: key '%s': this engine supports 'linear' and 'none', got '%.*s'", key,
+                         "model: key '%s': this engine supports 'linear', 'yarn' and 'none', got '%.*s'", key,
                          (int)(type.len > 32 ? 32 : type.len), type.ptr);
-    float factor = 1.0f;
+    float factor = 1.0f, attn_factor = 1.0f;
+    int64_t n_ctx_orig = 0;
     if ((st = adil_hp_float(f, arch, "rope.scaling.factor", 1.0f, &factor))) return st;
-    *scale = gguf_str_eq(type, "none") ? 1.0f : 1.0f / factor;
+    if ((st = adil_hp_float(f, arch, "rope.scaling.attn_factor", 1.0f, &attn_factor))) return st;
+    if ((st = adil_hp_int(f, arch, "rope.scaling.original_context_length", hp->n_ctx_train, 1 << 24,
+                          &n_ctx_orig)))
+        return st;
+    hp->rope_scale = gguf_str_eq(type, "none") ? 1.0f : 1.0f / factor;
+    hp->rope_yarn = (adil_yarn){
+        .ext_factor = yarn ? 1.0f : 0.0f,
+        .attn_factor = yarn ? yarn_attn_factor(1.0f / hp->rope_scale, attn_factor) : attn_factor,
+        .beta_fast = 32.0f,
+        .beta_slow = 1.0f,
+        .n_ctx_orig = n_ctx_orig > 0 ? n_ctx_orig : 1,
+    };
     return ADIL_OK;
 }

@@ -20,6 +20,15 @@
  * and value_length (default key_length). */
 adil_status adil_hp_read_common(const gguf_file *f, const char *arch, adil_hparams *hp);
 
+/* RoPE scaling from "<arch>.rope.scaling.*" into hp->rope_scale and
+ * hp->rope_yarn (transformer.h), as llama.cpp reads it: type "none",
+ * "linear" (the default) or "yarn"; rope_scale = 1 / factor (1 for "none");
+ * for "yarn" original_context_length (default hp->n_ctx_train, so read that
+ * first) and llama.cpp's yarn_attn_factor; attn_factor multiplies cos / sin
+ * for every type.  ADIL_STATUS_CAPABILITY naming any other type (longrope,
+ * ...). */
+adil_status adil_rope_scaling(const gguf_file *f, const char *arch, adil_hparams *hp);
+
 /* Checks the hyperparameters in m->hp that the loader filled (except
  * n_vocab) against each other and against sane limits. */
 adil_status adil_hparams_check(const adil_transformer *m);

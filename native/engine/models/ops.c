@@ -51,7 +51,53 @@ void adil_scale(float *x, float s, int64_t n) {
 
 static bool same_rope(const adil_rope *a, const adil_rope *b) {
     return a->n_rot == b->n_rot && a->base == b->base && a->scale == b->scale && a->neox == b->neox &&
-           a->factors == b->factors;
+           a->factors == b->factors && a->yarn == b->yarn;
+}
+
+static bool yarn_on(const adil_yarn *y) { return y && (y->ext_factor != 0.0f || y->attn_factor != 1.0f); }
+
+/* The dim where a frequency turns `rotations` times over n_ctx_orig
+ * positions (in float, as ggml computes it, so that floor / ceil agree;
+ * the rest is in double). */
+static float yarn_corr_dim(int64_t n_rot, int64_t n_ctx_orig, float rotations, float base) {
+    return (float)n_rot * logf((float)n_ctx_orig / (rotations * 2.0f * 3.14159265358979f)) /
+           (2.0f * logf(base));
+}
+
+/* YaRN's per-frequency multipliers of the unscaled angle (transformer.h):
+ * mult[i] = scale (1 - r_i) + r_i; returns the factor of cos and sin. */
+static float yarn_multipliers(const adil_rope *rope, double *mult) {
+    const adil_yarn *y = rope->yarn;
+    const float lo = fmaxf(0.0f, floorf(yarn_corr_dim(rope->n_rot, y->n_ctx_orig, y->beta_fast, rope->base)));
+    const float hi = fminf((float)(rope->n_rot - 1),
+                           ceilf(yarn_corr_dim(rope->n_rot, y->n_ctx_orig, y->beta_slow, rope->base)));
+    for (int64_t i = 0; i < rope->n_rot / 2; i++) {
+        const double ramp = 1.0 - fmin(1.0, fmax(0.0, ((double)i - lo) / fmax(0.001, (double)hi - lo)));
+        const double r = ramp * y->ext_factor;
+        mult[i] = rope->scale * (1.0 - r) + r;
+    }
+    return y->ext_factor != 0.0f ? y->attn_factor * (1.0f + 0.1f * logf(1.0f / rope->scale)) : y->attn_factor;
+}
+
+/* inv_freq[i] (i < n_rot / 2): the angle frequency i turns by per position
+ * (double: exact angles even at long positions); returns the magnitude of
+ * cos and sin (1 without YaRN). */
+static double rope_frequencies(const adil_rope *rope, double *inv_freq) {
+    const int64_t half = rope->n_rot / 2;
+    /* base^(-2i/n_rot), times the scale */
+    for (int64_t i = 0; i < half; i++) {
+        inv_freq[i] = rope->scale * pow((double)rope->base, -2.0 * (double)i / (double)rope->n_rot);
+        if (rope->factors) inv_freq[i] /= rope->factors[i];
+    }
+    if (!yarn_on(rope->yarn)) return 1.0;
+    /* YaRN: each frequency's own mix of the scaled and the unscaled angle */
+    double mult[ADIL_MAX_ROT / 2];
+    const float mscale = yarn_multipliers(rope, mult);
+    for (int64_t i = 0; i < half; i++) {
+        inv_freq[i] = pow((double)rope->base, -2.0 * (double)i / (double)rope->n_rot) * mult[i];
+        if (rope->factors) inv_freq[i] /= rope->factors[i];
+    }
+    return mscale;
 }
 
 /* The cos / sin table of `rope` for positions pos0 .. pos0 + T - 1: found in
@@ -73,17 +119,12 @@ static const adil_rope_table *rope_table(adil_forward *fw, int64_t T, int64_t po
         if (fw->rope[i].used < tab->used) tab = &fw->rope[i];
     const int64_t half = rope->n_rot / 2;
     double inv_freq[ADIL_MAX_ROT / 2];
-    /* frequency i turns by base^(-2i/n_rot) per position (double: exact
-     * angles even at long positions) */
-    for (int64_t i = 0; i < half; i++) {
-        inv_freq[i] = rope->scale * pow((double)rope->base, -2.0 * (double)i / (double)rope->n_rot);
-        if (rope->factors) inv_freq[i] /= rope->factors[i];
-    }
+    const double mscale = rope_frequencies(rope, inv_freq);
     for (int64_t t = 0; t < T; t++) {
         for (int64_t i = 0; i < half; i++) {
             const double theta = (double)(pos0 + t) * inv_freq[i];
-            tab->cs[t * half + i] = (float)cos(theta);
-            tab->sn[t * half + i] = (float)sin(theta);
+            tab->cs[t * half + i] = (float)(cos(theta) * mscale);
+            tab->sn[t * half + i] = (float)(sin(theta) * mscale);
         }
     }
     tab->cfg = *rope;
@@ -127,6 +168,7 @@ typedef struct att_job {
     const adil_hparams *hp;
     int64_t il, T, pos0, window;
     float scale;
+    const float *sinks; /* (n_head) or NULL */
     const float *q;
     float *out;
     adil_att_fn kernel;
@@ -159,6 +201,7 @@ static void att_tile(const att_job *j, int64_t item, float *scratch) {
         .head_dim = hp->head_dim,
         .head_dim_v = hp->head_dim_v,
         .scale = j->scale,
+        .has_sinks = j->sinks != NULL,
         .scratch = scratch,
     };
     for (int64_t tt = t0; tt < t1; tt++) {
@@ -169,6 +212,7 @@ static void att_tile(const att_job *j, int64_t item, float *scratch) {
             t.o[t.n_rows] = j->out + (tt * hp->n_head + h) * hp->head_dim_v;
             t.first[t.n_rows] = first;
             t.last[t.n_rows] = p;
+            if (j->sinks) t.sink[t.n_rows] = j->sinks[h];
             t.n_rows++;
         }
     }
@@ -181,7 +225,7 @@ static void att_chunk(void *p, int64_t item, int ith) {
 }
 
 void adil_attention(adil_forward *fw, const adil_hparams *hp, int64_t il, const float *q, float *out,
-                    int64_t T, int64_t pos0, int64_t window, float scale) {
+                    int64_t T, int64_t pos0, int64_t window, float scale, const float *sinks) {
     const int64_t group = hp->n_head / hp->n_head_kv;
     att_job j = {.fw = fw,
                  .hp = hp,
@@ -190,6 +234,7 @@ void adil_attention(adil_forward *fw, const adil_hparams *hp, int64_t il, const 
                  .pos0 = pos0,
                  .window = window,
                  .scale = scale,
+                 .sinks = sinks,
                  .q = q,
                  .out = out,
                  .kernel = adil_attention_kernel()};

@@ -28,7 +28,9 @@ void adil_scale(float *x, float s, int64_t n);
 /* Rotates the first n_rot dims of each of n_heads heads (head_dim apart) of
  * T rows of width row_width, row t at position pos0 + t.  Frequency i
  * (< n_rot/2) turns by pos * scale * base^(-2i/n_rot) / factors[i]
- * (factors may be NULL).  neox pairs dims (i, i + n_rot/2), otherwise
+ * (factors may be NULL), or by YaRN's mix of that and the unscaled angle
+ * (rope->yarn, see adil_yarn in transformer.h), cos and sin then multiplied
+ * by its magnitude.  neox pairs dims (i, i + n_rot/2), otherwise
  * (2i, 2i + 1).  The angles' cos / sin are computed once per batch and
  * configuration and kept in fw->rope for the other layers (adil_rope is in
  * transformer.h). */
@@ -39,10 +41,12 @@ void adil_rope_rows(adil_forward *fw, float *x, int64_t T, int64_t row_width, in
  * cached keys/values of layer il, positions [0, pos0 + T), limited to the
  * last `window` positions when window > 0.  q is (T, n_head * head_dim),
  * out is (T, n_head * head_dim_v); query head h reads KV head
- * h / (n_head / n_head_kv).  Scores are q·k * scale.  Runs on the pool,
- * with fw->scores as per-thread scratch. */
+ * h / (n_head / n_head_kv).  Scores are q·k * scale; sinks (n_head, may
+ * be NULL) are per-head logits that join each softmax with no value
+ * (gpt-oss, see compute/attention.h).  Runs on the pool, with fw->scores as
+ * per-thread scratch. */
 void adil_attention(adil_forward *fw, const adil_hparams *hp, int64_t il, const float *q, float *out,
-                    int64_t T, int64_t pos0, int64_t window, float scale);
+                    int64_t T, int64_t pos0, int64_t window, float scale, const float *sinks);
 
 /* logits[i] = cap * tanh(logits[i] / cap). */
 void adil_softcap(float *logits, int64_t n, float cap);

@@ -42,9 +42,4 @@ typedef struct adil_f32_arena {
 adil_status adil_bind_vector(const gguf_file *f, const char *name, int layer, int64_t n,
                              adil_f32_arena *arena, const float **out, bool *found);
 
-/* The RoPE position multiplier from "<arch>.rope.scaling.{type,factor}":
- * 1 / factor for linear scaling (or none given), 1 for "none";
- * ADIL_STATUS_CAPABILITY for other kinds (yarn, longrope, ...). */
-adil_status adil_rope_scaling(const gguf_file *f, const char *arch, float *scale);
-
 #endif /* ADIL_MODEL_TENSORS_H */

@@ -28,9 +28,28 @@
 /* ---- hyperparameters --------------------------------------------------- */
 
 typedef enum adil_ffn_act {
-    ADIL_FFN_SILU = 0,      /* SwiGLU: silu(gate) * up */
-    ADIL_FFN_GELU_TANH = 1, /* GeGLU with the tanh approximation of GELU */
+    ADIL_FFN_SILU = 0,       /* SwiGLU: silu(gate) * up */
+    ADIL_FFN_GELU_TANH = 1,  /* GeGLU with the tanh approximation of GELU */
+    ADIL_FFN_SWIGLU_OAI = 2, /* gpt-oss: clamped, sigmoid(1.702 gate), up + 1 (compute/activation.h) */
 } adil_ffn_act;
+
+/* YaRN (rope.scaling.type "yarn", ggml's rope_yarn): frequency i of a head
+ * turns by base^(-2i/n_rot) * (scale (1 - r_i) + r_i) per position, r_i =
+ * ext_factor * ramp(i): the fast frequencies (ramp 1) keep their unscaled
+ * angle, the slow ones (ramp 0) are interpolated by `scale`, with a linear
+ * ramp between the dims where a frequency turns beta_fast and beta_slow
+ * times over n_ctx_orig positions:
+ *     corr(beta) = n_rot ln(n_ctx_orig / (2 pi beta)) / (2 ln base),
+ *     low = max(0, floor(corr(beta_fast))), high = min(n_rot - 1, ceil(corr(beta_slow))),
+ *     ramp(i) = 1 - clamp((i - low) / max(0.001, high - low), 0, 1);
+ * cos and sin are multiplied by attn_factor, and by 1 + 0.1 ln(1 / scale)
+ * when ext_factor != 0. */
+typedef struct adil_yarn {
+    float ext_factor;           /* 1 with YaRN, 0 without */
+    float attn_factor;          /* llama.cpp's yarn_attn_factor (1 for plain files) */
+    float beta_fast, beta_slow; /* 32 and 1 (llama.cpp's defaults) */
+    int64_t n_ctx_orig;         /* rope.scaling.original_context_length */
+} adil_yarn;
 
 typedef struct adil_hparams {
     int64_t n_vocab; /* rows of the embedding */
@@ -47,6 +66,7 @@ typedef struct adil_hparams {
     float rope_base;        /* RoPE base of global (full-attention) layers */
     float rope_base_local;  /* RoPE base of sliding-window layers */
     float rope_scale;       /* position multiplier (1 / linear scaling factor) */
+    adil_yarn rope_yarn;    /* YaRN on top of rope_scale (ext_factor 0: off) */
     bool rope_neox;         /* rotate pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
     int64_t sliding_window; /* tokens a local layer sees (itself included); 0 = none */
     int64_t swa_period;     /* layer l is local when l % swa_period != swa_period - 1 */
@@ -70,6 +90,7 @@ typedef struct adil_layer {
     adil_weight wv;              /* (n_head_kv * head_dim_v, n_embd) */
     const float *q_norm;         /* (head_dim) or NULL: RMS norm of each query head */
     const float *k_norm;         /* (head_dim) or NULL: RMS norm of each key head */
+    const float *attn_sinks;     /* (n_head) or NULL: per-head logits that join the softmax */
     adil_weight wo;              /* (n_embd, n_head * head_dim_v) */
     const float *post_attn_norm; /* (n_embd) or NULL: norm of the attention output */
     const float *ffn_norm;       /* (n_embd) */
@@ -104,6 +125,7 @@ typedef struct adil_rope {
     float scale;
     bool neox;
     const float *factors;
+    const adil_yarn *yarn; /* NULL or off (ext_factor 0, attn_factor 1): plain scaling */
 } adil_rope;
 
 /* cos / sin of the RoPE angles of one configuration for a batch's positions

@@ -1,5 +1,6 @@
 /*
- * activation_avx2.c — gated GELU / SiLU on 8 lanes (see activation.h).
+ * activation_avx2.c — gated GELU / SiLU / swiglu-oai on 8 lanes (see
+ * activation.h).
  */
 #if defined(__x86_64__)
 #    include "compute/activation.h"
@@ -43,6 +44,29 @@ static inline __m256 silu8(__m256 x) {
 void adil_glu_gelu_tanh_avx2(float *gate, const float *up, int64_t n) { GLU_LOOP(gelu8) }
 
 void adil_glu_silu_avx2(float *gate, const float *up, int64_t n) { GLU_LOOP(silu8) }
+
+/* swiglu-oai of 8 lanes: min(g, 7) / (1 + e^(-1.702 min(g, 7))) * (clamp(u) + 1).
+ * min_ps(limit, g) returns g when g is NaN, as the scalar form does. */
+static inline __m256 swiglu_oai8(__m256 g, __m256 u) {
+    const __m256 lim = _mm256_set1_ps(ADIL_OAI_LIMIT), neg = _mm256_set1_ps(-ADIL_OAI_LIMIT);
+    g = _mm256_min_ps(lim, g);
+    u = _mm256_min_ps(lim, _mm256_max_ps(neg, u));
+    const __m256 e =
+        vmath_exp8(_mm256_mul_ps(_mm256_set1_ps(ADIL_OAI_ALPHA), _mm256_sub_ps(_mm256_setzero_ps(), g)));
+    const __m256 act = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    return _mm256_mul_ps(act, _mm256_add_ps(u, _mm256_set1_ps(1.0f)));
+}
+
+void adil_glu_swiglu_oai_avx2(float *gate, const float *up, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(gate + i, swiglu_oai8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+    if (i < n) {
+        const __m256i m = tail_mask(n - i);
+        _mm256_maskstore_ps(gate + i, m,
+                            swiglu_oai8(_mm256_maskload_ps(gate + i, m), _mm256_maskload_ps(up + i, m)));
+    }
+}
 
 void adil_exp_avx2(const float *x, float *y, int64_t n) {
     int64_t i = 0;

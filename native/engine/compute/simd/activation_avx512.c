@@ -1,5 +1,6 @@
 /*
- * activation_avx512.c — gated GELU / SiLU on 16 lanes (see activation.h).
+ * activation_avx512.c — gated GELU / SiLU / swiglu-oai on 16 lanes (see
+ * activation.h).
  */
 #if defined(__x86_64__)
 #    include "compute/activation.h"
@@ -39,6 +40,25 @@ static inline __mmask16 lanes16(int64_t left) {
 void adil_glu_gelu_tanh_avx512(float *gate, const float *up, int64_t n) { GLU_LOOP(gelu16) }
 
 void adil_glu_silu_avx512(float *gate, const float *up, int64_t n) { GLU_LOOP(silu16) }
+
+/* swiglu-oai of 16 lanes (see swiglu_oai8 in activation_avx2.c). */
+static inline __m512 swiglu_oai16(__m512 g, __m512 u) {
+    const __m512 lim = _mm512_set1_ps(ADIL_OAI_LIMIT), neg = _mm512_set1_ps(-ADIL_OAI_LIMIT);
+    g = _mm512_min_ps(lim, g);
+    u = _mm512_min_ps(lim, _mm512_max_ps(neg, u));
+    const __m512 e =
+        vmath_exp16(_mm512_mul_ps(_mm512_set1_ps(ADIL_OAI_ALPHA), _mm512_sub_ps(_mm512_setzero_ps(), g)));
+    const __m512 act = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    return _mm512_mul_ps(act, _mm512_add_ps(u, _mm512_set1_ps(1.0f)));
+}
+
+void adil_glu_swiglu_oai_avx512(float *gate, const float *up, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = lanes16(n - i);
+        const __m512 g = swiglu_oai16(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i));
+        _mm512_mask_storeu_ps(gate + i, m, g);
+    }
+}
 
 void adil_exp_avx512(const float *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {

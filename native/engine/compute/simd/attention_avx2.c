@@ -86,8 +86,9 @@ ADIL_INLINE float hsum8(__m256 v) {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-/* Pass 2: x[0..n) = e^(x - max x); returns 1 / their sum. */
-static float softmax(float *x, int64_t n) {
+/* Pass 2: x[0..n) = e^(x - m), m = max(max x, *sink); returns 1 / (their
+ * sum + e^(*sink - m)).  sink NULL: none. */
+static float softmax(float *x, int64_t n, const float *sink) {
     __m256 vmax = _mm256_set1_ps(-INFINITY);
     for (int64_t i = 0; i < n; i += 8) {
         const __m256i m = lanes(n - i);
@@ -95,7 +96,9 @@ static float softmax(float *x, int64_t n) {
             _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(x + i, m), _mm256_castsi256_ps(m));
         vmax = _mm256_max_ps(vmax, xv);
     }
-    const __m256 mx = _mm256_set1_ps(hmax8(vmax));
+    float m = hmax8(vmax);
+    if (sink && *sink > m) m = *sink;
+    const __m256 mx = _mm256_set1_ps(m);
     __m256 vsum = _mm256_setzero_ps();
     for (int64_t i = 0; i < n; i += 8) {
         const __m256i m = lanes(n - i);
@@ -104,7 +107,7 @@ static float softmax(float *x, int64_t n) {
         _mm256_maskstore_ps(x + i, m, e);
         vsum = _mm256_add_ps(vsum, e);
     }
-    return 1.0f / hsum8(vsum);
+    return 1.0f / (sink ? hsum8(vsum) + expf(*sink - m) : hsum8(vsum));
 }
 
 /* Pass 3 for R rows and output dims [d0, d0 + 16), in key order. */

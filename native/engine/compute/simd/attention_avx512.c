@@ -92,12 +92,15 @@ static void scores(const adil_att_tile *t, int64_t f0, int64_t span, float *s) {
     }
 }
 
-/* Pass 2: x[0..n) = e^(x - max x); returns 1 / their sum. */
-static float softmax(float *x, int64_t n) {
+/* Pass 2: x[0..n) = e^(x - m), m = max(max x, *sink); returns 1 / (their
+ * sum + e^(*sink - m)).  sink NULL: none. */
+static float softmax(float *x, int64_t n, const float *sink) {
     __m512 vmax = _mm512_set1_ps(-INFINITY);
     for (int64_t i = 0; i < n; i += 16)
         vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), lanes(n - i), x + i));
-    const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+    float m = _mm512_reduce_max_ps(vmax);
+    if (sink && *sink > m) m = *sink;
+    const __m512 mx = _mm512_set1_ps(m);
     __m512 vsum = _mm512_setzero_ps();
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 m = lanes(n - i);
@@ -105,7 +108,8 @@ static float softmax(float *x, int64_t n) {
         _mm512_mask_storeu_ps(x + i, m, e);
         vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
     }
-    return 1.0f / _mm512_reduce_add_ps(vsum);
+    const float sum = _mm512_reduce_add_ps(vsum);
+    return 1.0f / (sink ? sum + expf(*sink - m) : sum);
 }
 
 /* Pass 3 for R rows (p: their weights, span apart) and output dims

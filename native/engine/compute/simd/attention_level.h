@@ -1,9 +1,10 @@
 /*
  * attention_level.h — the per-tile driver every SIMD attention file shares:
  * the span of key positions the tile's rows see, zeros outside each row's
- * window, softmax, then P·V.  attention_avx2.c and attention_avx512.c include
- * it after defining their own scores(), softmax() and pv(), so the driver is
- * compiled at each file's instruction-set level.
+ * window, softmax (with the row's sink, if any), then P·V.
+ * attention_avx2.c and attention_avx512.c include it after defining their
+ * own scores(), softmax() and pv(), so the driver is compiled at each file's
+ * instruction-set level.
  */
 #ifndef ADIL_ATTENTION_LEVEL_H
 #define ADIL_ATTENTION_LEVEL_H
@@ -27,7 +28,7 @@ static inline void attend_tile(const adil_att_tile *t) {
         const int64_t a = t->first[r] - f0, b = t->last[r] - f0 + 1;
         memset(row, 0, (size_t)a * sizeof(float));
         memset(row + b, 0, (size_t)(span - b) * sizeof(float));
-        inv[r] = softmax(row + a, b - a);
+        inv[r] = softmax(row + a, b - a, t->has_sinks ? &t->sink[r] : NULL);
     }
     pv(t, s, span, f0, inv);
 }
