@@ -8,10 +8,11 @@ but wide enough for every block type (K-quants need rows of 256 elements).
 Weight data:
   * F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, MXFP4: random float weights
     quantized with the ``gguf`` package's numpy quantizers;
-  * Q4_K, Q5_K, Q6_K, IQ4_NL: the ``gguf`` package has no quantizer for
-    these, so their blocks are random bytes with the scale fields set so that
-    the dequantized weights (read back with ``gguf.quants.dequantize``) have
-    the wanted spread.  The weights are random either way.
+  * Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL: the ``gguf`` package has no
+    quantizer for these, so their blocks are random bytes with the scale
+    fields set so that the dequantized weights (read back with
+    ``gguf.quants.dequantize``) have the wanted spread.  The weights are
+    random either way.
 Norm weights stay F32, as in converted models.
 
     python tests/make_tiny_models.py OUT_DIR      # writes every (arch, type)
@@ -30,13 +31,15 @@ from gguf import quants
 
 ARCHITECTURES = ("gemma3", "llama")
 WEIGHT_TYPES = (T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q5_K, T.Q6_K,
-                T.Q5_1, T.IQ4_NL, T.MXFP4)
+                T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K)
 
 # Blocks written as random bytes: (elements, bytes, byte offsets of the fp16
-# scale fields).  x = d * a - dmin * b for Q4_K/Q5_K, x = d * a for Q6_K and
-# IQ4_NL: linear in the fields, so scaling every field by c scales the
-# weights by c.
+# scale fields).  x = d * a - dmin * b for Q2_K/Q4_K/Q5_K, x = d * a for
+# Q3_K/Q6_K and IQ4_NL: linear in the fields, so scaling every field by c
+# scales the weights by c.
 _RANDOM_BLOCKS: dict[T, tuple[int, int, tuple[int, ...]]] = {
+    T.Q2_K: (256, 84, (80, 82)),
+    T.Q3_K: (256, 110, (108,)),
     T.Q4_K: (256, 144, (0, 2)),
     T.Q5_K: (256, 176, (0, 2)),
     T.Q6_K: (256, 210, (208,)),

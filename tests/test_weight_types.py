@@ -221,7 +221,8 @@ def test_vec_dot_within_budget(lib: Hooks, qtype: T) -> None:
 
 @pytest.mark.parametrize(
     "qtype",
-    (T.F32, T.F16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_K, T.Q6_K),
+    (T.F32, T.F16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4,
+     T.Q2_K, T.Q3_K, T.Q4_K, T.Q6_K),
     ids=lambda t: t.name,
 )
 def test_matmul_matches_vec_dot(lib: Hooks, qtype: T) -> None:
@@ -251,7 +252,8 @@ def test_matmul_matches_vec_dot(lib: Hooks, qtype: T) -> None:
 
 @pytest.mark.parametrize(
     "qtype",
-    (T.F32, T.BF16, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_K, T.Q6_K),
+    (T.F32, T.BF16, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4,
+     T.Q2_K, T.Q3_K, T.Q4_K, T.Q6_K),
     ids=lambda t: t.name,
 )
 def test_get_rows(lib: Hooks, qtype: T) -> None:

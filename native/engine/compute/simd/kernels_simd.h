@@ -40,9 +40,13 @@ void adil_tile_q5_1_avx2(const adil_tile *t);
 void adil_tile_iq4_nl_avx2(const adil_tile *t);
 void adil_tile_mxfp4_avx2(const adil_tile *t);
 
+float adil_vec_dot_q2_K_avx2(int64_t n, const void *w, const void *a);
+float adil_vec_dot_q3_K_avx2(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q4_K_avx2(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q5_K_avx2(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q6_K_avx2(int64_t n, const void *w, const void *a);
+void adil_tile_q2_K_avx2(const adil_tile *t);
+void adil_tile_q3_K_avx2(const adil_tile *t);
 void adil_tile_q4_K_avx2(const adil_tile *t);
 void adil_tile_q5_K_avx2(const adil_tile *t);
 void adil_tile_q6_K_avx2(const adil_tile *t);
@@ -68,9 +72,13 @@ void adil_tile_q5_1_avx512(const adil_tile *t);
 void adil_tile_iq4_nl_avx512(const adil_tile *t);
 void adil_tile_mxfp4_avx512(const adil_tile *t);
 
+float adil_vec_dot_q2_K_avx512(int64_t n, const void *w, const void *a);
+float adil_vec_dot_q3_K_avx512(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q4_K_avx512(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q5_K_avx512(int64_t n, const void *w, const void *a);
 float adil_vec_dot_q6_K_avx512(int64_t n, const void *w, const void *a);
+void adil_tile_q2_K_avx512(const adil_tile *t);
+void adil_tile_q3_K_avx512(const adil_tile *t);
 void adil_tile_q4_K_avx512(const adil_tile *t);
 void adil_tile_q5_K_avx512(const adil_tile *t);
 void adil_tile_q6_K_avx512(const adil_tile *t);

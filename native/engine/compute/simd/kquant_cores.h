@@ -1,9 +1,10 @@
 /*
- * kquant_cores.h — the dot-product cores of the K-quants Q4_K, Q5_K and
- * Q6_K with Q8_K activations, included through kquant_level.h by
- * kquant_avx2.c and kquant_avx512.c; the only difference between the two is how an int16
- * product is accumulated (madd + add, or the fused AVX-512 VNNI vpdpwssd)
- * and how the fifth bits of Q5_K are set (shifts, or a byte mask).
+ * kquant_cores.h — the dot-product cores of the K-quants Q2_K, Q3_K, Q4_K,
+ * Q5_K and Q6_K with Q8_K activations, included through kquant_level.h by
+ * kquant_avx2.c and kquant_avx512.c; the only difference between the two is
+ * how an int16 product is accumulated (madd + add, or the fused AVX-512 VNNI
+ * vpdpwssd) and how single high bits (Q3_K, Q5_K) are set (shifts, or a byte
+ * mask).
  *
  * Within a super-block everything stays in integers, as in the scalar
  * reference: maddubs multiplies the unsigned levels by the activation bytes
@@ -13,7 +14,8 @@
  * with the activations' block sums (bsums):
  *   Q4_K / Q5_K: x = d * sc * u - dmin * m  ->  d * sum(sc * u * a)
  *                - dmin * sum(m * bsum), per 32-element sub-block;
- *   Q6_K:        q = u - 32  ->  sum(sc * u * a) - 32 * sum(sc * bsum).
+ *   Q2_K:        the same per 16-element sub-block;
+ *   Q3_K / Q6_K: q = u - 4 / u - 32  ->  sum(sc * u * a) - 4 (32) * sum(sc * bsum).
  * Unpacking a super-block is the costly part, so a core keeps one weight row
  * and reuses the unpacked levels for up to KQ_MAX_TOKS tokens.
  */
@@ -57,18 +59,20 @@ ADIL_INLINE __m256i kq_broadcast_i16(__m256i v, int j) {
     return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)((2 * j + 1) << 8 | 2 * j)));
 }
 
-/* ---- Q4_K and Q5_K -------------------------------------------------------- */
-
-/* Levels plus the fifth bits of sub-block j (bit j of each qh byte) as 16. */
-ADIL_INLINE __m256i kq_add_fifth_bits(__m256i levels, __m256i qh, int j) {
+/* levels + 2^shift where bit j of the byte of `bits` is set (those bits of
+ * levels are clear): the fifth bits of Q5_K (shift 4), the third of Q3_K
+ * (shift 2). */
+ADIL_INLINE __m256i kq_add_high_bit(__m256i levels, __m256i bits, int j, int shift) {
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
-    __mmask32 set = _mm256_test_epi8_mask(qh, _mm256_set1_epi8((char)(1 << j)));
-    return _mm256_mask_add_epi8(levels, set, levels, _mm256_set1_epi8(16));
+    __mmask32 set = _mm256_test_epi8_mask(bits, _mm256_set1_epi8((char)(1 << j)));
+    return _mm256_mask_add_epi8(levels, set, levels, _mm256_set1_epi8((char)(1 << shift)));
 #else
-    __m256i bit = _mm256_and_si256(_mm256_srli_epi16(qh, j), _mm256_set1_epi8(1));
-    return _mm256_or_si256(levels, _mm256_slli_epi16(bit, 4));
+    __m256i bit = _mm256_and_si256(_mm256_srli_epi16(bits, j), _mm256_set1_epi8(1));
+    return _mm256_or_si256(levels, _mm256_slli_epi16(bit, shift));
 #endif
 }
+
+/* ---- Q4_K and Q5_K -------------------------------------------------------- */
 
 /* The 8 scales as int16 in both 128-bit halves, and the 8 mins each
  * repeated twice (to meet the 16 bsums of the activations). */
@@ -107,8 +111,8 @@ ADIL_INLINE void kq_k4_core(const adil_tile *t, bool five_bits, const int T) {
             __m256i lo = _mm256_and_si256(v, low4);
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
             if (five_bits) {
-                lo = kq_add_fifth_bits(lo, qh, 2 * h);
-                hi = kq_add_fifth_bits(hi, qh, 2 * h + 1);
+                lo = kq_add_high_bit(lo, qh, 2 * h, 4);
+                hi = kq_add_high_bit(hi, qh, 2 * h + 1, 4);
             }
             __m256i sc_lo = kq_broadcast_i16(scales, 2 * h);
             __m256i sc_hi = kq_broadcast_i16(scales, 2 * h + 1);
@@ -136,62 +140,129 @@ ADIL_INLINE void kq_k4_core(const adil_tile *t, bool five_bits, const int T) {
     }
 }
 
-/* ---- Q6_K ------------------------------------------------------------------- */
+/* ---- Q2_K, Q3_K and Q6_K: 16 sub-blocks of 16 -------------------------------- */
 
-/* Levels 0..63 of the 32-element chunk c (0..3) of a 128-element half:
- * low 4 bits from the low (c < 2) or high nibbles of ql[32 * (c % 2) ..],
- * high 2 bits from bits 2c, 2c + 1 of qh. */
-ADIL_INLINE __m256i kq_q6_levels(__m256i ql0, __m256i ql1, __m256i qh, int c) {
-    __m256i ql = c % 2 == 0 ? ql0 : ql1;
-    __m256i low = _mm256_and_si256(c < 2 ? ql : _mm256_srli_epi16(ql, 4), _mm256_set1_epi8(0x0F));
-    __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), _mm256_set1_epi8(3));
+/* The three share a shape: unsigned levels u per 32-element chunk c (0..7,
+ * sub-blocks 2c and 2c + 1), one scale per sub-block, and an offset taken
+ * out with the activations' block sums:
+ *   Q2_K  x = d * sc * u - dmin * m   u 0..3,  sc and m 4-bit
+ *   Q3_K  x = d * sc * (u - 4)        u 0..7,  sc 6-bit minus 32
+ *   Q6_K  x = d * sc * (u - 32)       u 0..63, sc int8
+ * Chunk c covers elements 32c .. 32c + 31: in Q2_K/Q3_K the 2-bit field
+ * c % 4 of qs[32 (c / 4) ..], in Q3_K plus bit c of hmask as the third bit;
+ * in Q6_K see kq_sub16_levels. */
+typedef enum { KQ_Q2_K, KQ_Q3_K, KQ_Q6_K } kq_sub16;
+
+ADIL_INLINE size_t kq_sub16_bytes(kq_sub16 kind) {
+    return kind == KQ_Q2_K ? sizeof(block_q2_K) : kind == KQ_Q3_K ? sizeof(block_q3_K) : sizeof(block_q6_K);
+}
+
+/* Q6_K chunk c: low 4 bits from the low (c % 4 < 2) or high nibbles of
+ * ql[64 (c / 4) + 32 (c % 2) ..], high 2 bits from bits 2 (c % 4), + 1 of
+ * qh[32 (c / 4) ..]. */
+ADIL_INLINE __m256i kq_q6_levels(const block_q6_K *x, int c) {
+    const int half = c / 4, j = c % 4;
+    __m256i ql = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * half + 32 * (j % 2)));
+    __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * half));
+    __m256i low = _mm256_and_si256(j < 2 ? ql : _mm256_srli_epi16(ql, 4), _mm256_set1_epi8(0x0F));
+    __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), _mm256_set1_epi8(3));
     return _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
 }
 
-/* int16 scales of chunk `chunk` (0..7): scales[2 chunk] in the low 8
- * lanes, scales[2 chunk + 1] in the high 8. */
-ADIL_INLINE __m256i kq_q6_chunk_scales(__m128i scales, int chunk) {
-    __m128i pick = _mm_set_epi64x(0x0101010101010101 * (2 * chunk + 1), 0x0101010101010101 * (2 * chunk));
+/* The levels u of chunk c (0..7) of the super-block at x. */
+ADIL_INLINE __m256i kq_sub16_levels(kq_sub16 kind, const uint8_t *x, int c) {
+    if (kind == KQ_Q6_K) {
+        return kq_q6_levels((const block_q6_K *)x, c);
+    }
+    const block_q2_K *x2 = (const block_q2_K *)x;
+    const block_q3_K *x3 = (const block_q3_K *)x;
+    const uint8_t *qs = kind == KQ_Q2_K ? x2->qs : x3->qs;
+    __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * (c / 4)));
+    __m256i low = _mm256_and_si256(_mm256_srli_epi16(v, 2 * (c % 4)), _mm256_set1_epi8(3));
+    if (kind == KQ_Q2_K) {
+        return low;
+    }
+    return kq_add_high_bit(low, _mm256_loadu_si256((const __m256i *)x3->hmask), c, 2);
+}
+
+/* Q3_K's 16 scales (6-bit, minus 32) as int8.  With u0, u1, u2 the three
+ * little-endian 32-bit words of the 12 bytes: low 4 bits of scales 0..7 the
+ * low nibbles of u0, u1's bytes, of scales 8..15 their high nibbles; high 2
+ * bits of scales 4i .. 4i + 3 bits 2i, 2i + 1 of u2's bytes. */
+ADIL_INLINE __m128i kq_q3_scales(const uint8_t packed[12]) {
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    __m128i u01 = _mm_loadl_epi64((const __m128i *)packed);
+    __m128i low = _mm_unpacklo_epi64(_mm_and_si128(u01, low4), _mm_and_si128(_mm_srli_epi16(u01, 4), low4));
+    __m128i u2 = _mm_set1_epi32((int)simd_load_u32(packed + 8));
+    __m128i high = _mm_and_si128(_mm_srlv_epi32(u2, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    __m128i sc = _mm_or_si128(low, _mm_slli_epi16(high, 4));
+    return _mm_sub_epi8(sc, _mm_set1_epi8(32));
+}
+
+/* The 16 sub-block scales as int8 (Q2_K: the low nibbles). */
+ADIL_INLINE __m128i kq_sub16_scales(kq_sub16 kind, const uint8_t *x) {
+    if (kind == KQ_Q6_K) {
+        return _mm_loadu_si128((const __m128i *)((const block_q6_K *)x)->scales);
+    }
+    if (kind == KQ_Q2_K) {
+        __m128i packed = _mm_loadu_si128((const __m128i *)((const block_q2_K *)x)->scales);
+        return _mm_and_si128(packed, _mm_set1_epi8(0x0F));
+    }
+    return kq_q3_scales(((const block_q3_K *)x)->scales);
+}
+
+/* int16 scales of chunk c (0..7): scales[2c] in the low 8 lanes,
+ * scales[2c + 1] in the high 8. */
+ADIL_INLINE __m256i kq_chunk_scales(__m128i scales, int c) {
+    __m128i pick = _mm_set_epi64x(0x0101010101010101 * (2 * c + 1), 0x0101010101010101 * (2 * c));
     return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, pick));
 }
 
-ADIL_INLINE void kq_q6_K_core(const adil_tile *t, const int T) {
+/* acc + one token's super-block: the integer dot sum(sc * u * a) with the
+ * offset taken out, times the float scales. */
+ADIL_INLINE __m256 kq_sub16_finish(kq_sub16 kind, const uint8_t *x, __m128i scales, __m256i dot,
+                                   const block_q8_K *y, __m256 acc) {
+    __m256i bsums = _mm256_loadu_si256((const __m256i *)y->bsums);
+    if (kind == KQ_Q2_K) {
+        const block_q2_K *x2 = (const block_q2_K *)x;
+        __m128i packed = _mm_loadu_si128((const __m128i *)x2->scales);
+        __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F)));
+        __m256 msum = _mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(simd_fp16(x2->d) * y->d), acc);
+        return _mm256_fnmadd_ps(msum, _mm256_set1_ps(simd_fp16(x2->dmin) * y->d), acc);
+    }
+    __m256i bs = _mm256_madd_epi16(bsums, _mm256_cvtepi8_epi16(scales));
+    dot = _mm256_sub_epi32(dot, _mm256_slli_epi32(bs, kind == KQ_Q3_K ? 2 : 5));
+    float d = simd_fp16(kind == KQ_Q3_K ? ((const block_q3_K *)x)->d : ((const block_q6_K *)x)->d);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(d * y->d), acc);
+}
+
+ADIL_INLINE void kq_sub16_core(const adil_tile *t, kq_sub16 kind, const int T) {
     const int C = KQ_CHAINS_FOR(T);
     __m256 acc[KQ_MAX_TOKS];
     for (int k = 0; k < T; k++) {
         acc[k] = _mm256_setzero_ps();
     }
     for (int64_t i = 0; i < t->n / ADIL_QK_K; i++) {
-        const block_q6_K *x = (const block_q6_K *)t->w + i;
-        __m128i scales = _mm_loadu_si128((const __m128i *)x->scales);
+        const uint8_t *x = t->w + (size_t)i * kq_sub16_bytes(kind);
+        __m128i scales = kq_sub16_scales(kind, x);
         __m256i dots[KQ_MAX_TOKS][KQ_CHAINS];
         for (int k = 0; k < T; k++) {
             for (int c = 0; c < C; c++) {
                 dots[k][c] = _mm256_setzero_si256();
             }
         }
-        for (int half = 0; half < 2; half++) {
-            __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * half));
-            __m256i ql1 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * half + 32));
-            __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * half));
-            for (int c = 0; c < 4; c++) {
-                int chunk = 4 * half + c;
-                __m256i u = kq_q6_levels(ql0, ql1, qh, c);
-                __m256i sc = kq_q6_chunk_scales(scales, chunk);
-                for (int k = 0; k < T; k++) {
-                    const int8_t *a = kq_act(t, k, i)->qs + 32 * chunk;
-                    __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)a));
-                    dots[k][c % C] = kq_dot_acc(dots[k][c % C], p, sc);
-                }
+        for (int c = 0; c < 8; c++) {
+            __m256i u = kq_sub16_levels(kind, x, c);
+            __m256i sc = kq_chunk_scales(scales, c);
+            for (int k = 0; k < T; k++) {
+                const int8_t *a = kq_act(t, k, i)->qs + 32 * c;
+                __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)a));
+                dots[k][c % C] = kq_dot_acc(dots[k][c % C], p, sc);
             }
         }
-        __m256i sc16 = _mm256_cvtepi8_epi16(scales);
-        float d = simd_fp16(x->d);
         for (int k = 0; k < T; k++) {
-            const block_q8_K *y = kq_act(t, k, i);
-            __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), sc16);
-            __m256i dot = _mm256_sub_epi32(kq_sum_chains(dots[k], C), _mm256_slli_epi32(bs, 5));
-            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(d * y->d), acc[k]);
+            acc[k] = kq_sub16_finish(kind, x, scales, kq_sum_chains(dots[k], C), kq_act(t, k, i), acc[k]);
         }
     }
     for (int k = 0; k < T; k++) {
