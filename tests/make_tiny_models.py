@@ -1,6 +1,7 @@
 """Tiny synthetic GGUF models for the architecture tests.
 
-Each file is a real GGUF of one architecture (``gemma3`` or ``llama``) with
+Each file is a real GGUF of one architecture (``gemma3``, ``llama`` or
+``qwen3moe``) with
 random weights in one weight type, a small SentencePiece-style (``llama``)
 tokenizer section, and shapes small enough to write and run in milliseconds
 but wide enough for every block type (K-quants need rows of 256 elements).
@@ -29,7 +30,7 @@ import numpy as np
 from gguf import GGMLQuantizationType as T
 from gguf import quants
 
-ARCHITECTURES = ("gemma3", "llama")
+ARCHITECTURES = ("gemma3", "llama", "qwen3moe")
 WEIGHT_TYPES = (T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q5_K, T.Q6_K,
                 T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K)
 
@@ -65,6 +66,9 @@ class TinySpec:
     rope_base: float = 10000.0  # llama; gemma3 global layers use rope_base_global
     rope_base_global: float = 1000000.0
     tied_output: bool = True  # llama files get a separate output.weight
+    n_expert: int = 0  # qwen3moe: experts per layer (0: a dense FFN)
+    n_expert_used: int = 0
+    n_ff_exp: int = 0  # hidden width of one expert (K-quants: a multiple of 256)
 
 
 def spec_for(arch: str) -> TinySpec:
@@ -72,6 +76,9 @@ def spec_for(arch: str) -> TinySpec:
         return TinySpec(arch="gemma3")
     if arch == "llama":
         return TinySpec(arch="llama", n_layer=3, rms_eps=1e-5, tied_output=False)
+    if arch == "qwen3moe":
+        return TinySpec(arch="qwen3moe", n_layer=2, tied_output=False, rope_base=1000000.0,
+                        n_expert=8, n_expert_used=2, n_ff_exp=256)
     raise ValueError(f"unknown architecture {arch!r}; expected one of {ARCHITECTURES}")
 
 
@@ -154,9 +161,26 @@ def _matrices(spec: TinySpec) -> list[tuple[str, int, int, float]]:
             (f"blk.{i}.attn_k.weight", spec.n_head_kv * hd, d, d ** -0.5),
             (f"blk.{i}.attn_v.weight", spec.n_head_kv * hd, d, d ** -0.5),
             (f"blk.{i}.attn_output.weight", d, spec.n_head * hd, (spec.n_head * hd) ** -0.5),
-            (f"blk.{i}.ffn_gate.weight", spec.n_ff, d, d ** -0.5),
-            (f"blk.{i}.ffn_up.weight", spec.n_ff, d, d ** -0.5),
-            (f"blk.{i}.ffn_down.weight", d, spec.n_ff, spec.n_ff ** -0.5),
+        ]
+        if spec.n_expert == 0:
+            out += [
+                (f"blk.{i}.ffn_gate.weight", spec.n_ff, d, d ** -0.5),
+                (f"blk.{i}.ffn_up.weight", spec.n_ff, d, d ** -0.5),
+                (f"blk.{i}.ffn_down.weight", d, spec.n_ff, spec.n_ff ** -0.5),
+            ]
+    return out
+
+
+def _expert_matrices(spec: TinySpec) -> list[tuple[str, int, int, float]]:
+    """(name, rows, cols, std) of each expert of every stacked expert tensor
+    (written as ne = [cols, rows, n_expert])."""
+    d, f = spec.n_embd, spec.n_ff_exp
+    out = []
+    for i in range(spec.n_layer if spec.n_expert else 0):
+        out += [
+            (f"blk.{i}.ffn_gate_exps.weight", f, d, d ** -0.5),
+            (f"blk.{i}.ffn_up_exps.weight", f, d, d ** -0.5),
+            (f"blk.{i}.ffn_down_exps.weight", d, f, f ** -0.5),
         ]
     return out
 
@@ -168,7 +192,7 @@ def _norms(spec: TinySpec) -> list[tuple[str, int]]:
     out = [("output_norm.weight", spec.n_embd)]
     for i in range(spec.n_layer):
         out += [(f"blk.{i}.{n}.weight", spec.n_embd) for n in names]
-        if spec.arch == "gemma3":
+        if spec.arch in ("gemma3", "qwen3moe"):
             out += [(f"blk.{i}.attn_q_norm.weight", spec.head_dim),
                     (f"blk.{i}.attn_k_norm.weight", spec.head_dim)]
     return out
@@ -194,6 +218,10 @@ def _write_hparams(w: gguf.GGUFWriter, spec: TinySpec) -> None:
     else:
         w.add_rope_freq_base(spec.rope_base)
         w.add_rope_dimension_count(spec.head_dim)
+    if spec.n_expert:
+        w.add_expert_count(spec.n_expert)
+        w.add_expert_used_count(spec.n_expert_used)
+        w.add_expert_feed_forward_length(spec.n_ff_exp)
 
 
 def _write_tokenizer(w: gguf.GGUFWriter, spec: TinySpec) -> None:
@@ -235,6 +263,15 @@ def write_weights(w: gguf.GGUFWriter, spec: TinySpec, qtype: T, rng: np.random.G
         values = (rng.standard_normal((rows, cols)) * std).astype(np.float32)
         data = encode_matrix(values, qtype, rng)
         w.add_tensor(name, data, raw_dtype=qtype if qtype not in (T.F32, T.F16) else None)
+    for name, rows, cols, std in _expert_matrices(spec):
+        values = (rng.standard_normal((spec.n_expert * rows, cols)) * std).astype(np.float32)
+        data = encode_matrix(values, qtype, rng)
+        data = data.reshape(spec.n_expert, rows, data.shape[-1])
+        w.add_tensor(name, data, raw_dtype=qtype if qtype not in (T.F32, T.F16) else None)
+    for i in range(spec.n_layer if spec.n_expert else 0):
+        # the router stays F32, as llama.cpp's quantizer leaves it
+        router = rng.standard_normal((spec.n_expert, spec.n_embd)) * spec.n_embd ** -0.5
+        w.add_tensor(f"blk.{i}.ffn_gate_inp.weight", router.astype(np.float32))
     for name, n in _norms(spec):
         w.add_tensor(name, rng.uniform(0.5, 1.5, size=n).astype(np.float32))
     w.write_header_to_file()

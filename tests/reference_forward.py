@@ -1,4 +1,4 @@
-"""A numpy reference forward pass for the ``gemma3`` and ``llama`` GGUF files
+"""A numpy reference forward pass for the ``gemma3``, ``llama`` and ``qwen3moe`` GGUF files
 the engine runs: teacher-forced logits for every position of a prompt.
 
 Written for clarity, in float64, from the architecture descriptions (no KV
@@ -35,6 +35,9 @@ class Config:
     rope_base: float
     rope_base_local: float
     sliding_window: int
+    n_expert: int = 0  # qwen3moe: experts per layer
+    n_expert_used: int = 0
+    expert_weights_norm: bool = True
 
 
 def _field(reader: GGUFReader, key: str, default: Any = None) -> Any:
@@ -52,6 +55,7 @@ def read_config(reader: GGUFReader) -> Config:
     n_head = int(_field(reader, f"{arch}.attention.head_count"))
     head_dim = int(_field(reader, f"{arch}.attention.key_length", n_embd // n_head))
     gemma = arch == "gemma3"
+    qwen = arch == "qwen3moe"
     return Config(
         arch=arch,
         n_embd=n_embd,
@@ -62,9 +66,12 @@ def read_config(reader: GGUFReader) -> Config:
         n_rot=int(_field(reader, f"{arch}.rope.dimension_count", head_dim)),
         rms_eps=float(_field(reader, f"{arch}.attention.layer_norm_rms_epsilon",
                              1e-6 if gemma else 1e-5)),
-        rope_base=float(_field(reader, f"{arch}.rope.freq_base", 1e6 if gemma else 1e4)),
+        rope_base=float(_field(reader, f"{arch}.rope.freq_base", 1e6 if gemma or qwen else 1e4)),
         rope_base_local=10000.0,
         sliding_window=int(_field(reader, f"{arch}.attention.sliding_window", 0)) if gemma else 0,
+        n_expert=int(_field(reader, f"{arch}.expert_count", 0)),
+        n_expert_used=int(_field(reader, f"{arch}.expert_used_count", 0)),
+        expert_weights_norm=bool(_field(reader, f"{arch}.expert_weights_norm", True)),
     )
 
 
@@ -144,16 +151,18 @@ def _self_attention(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray
                     pos: np.ndarray) -> np.ndarray:
     n = x.shape[0]
     gemma = cfg.arch == "gemma3"
+    qk_norm = gemma or cfg.arch == "qwen3moe"
+    neox = qk_norm  # gemma3 and qwen3moe rotate pairs (i, i + n_rot/2)
     local = gemma and cfg.sliding_window > 0 and i % 6 != 5
     q = (x @ w[f"blk.{i}.attn_q.weight"].T).reshape(n, cfg.n_head, cfg.head_dim)
     k = (x @ w[f"blk.{i}.attn_k.weight"].T).reshape(n, cfg.n_head_kv, cfg.head_dim)
     v = (x @ w[f"blk.{i}.attn_v.weight"].T).reshape(n, cfg.n_head_kv, cfg.head_dim)
-    if gemma:
+    if qk_norm:
         q = rms_norm(q, w[f"blk.{i}.attn_q_norm.weight"], cfg.rms_eps)
         k = rms_norm(k, w[f"blk.{i}.attn_k_norm.weight"], cfg.rms_eps)
     base = cfg.rope_base_local if local else cfg.rope_base
-    q = rope(q, pos, cfg.n_rot, base, neox=gemma)
-    k = rope(k, pos, cfg.n_rot, base, neox=gemma)
+    q = rope(q, pos, cfg.n_rot, base, neox=neox)
+    k = rope(k, pos, cfg.n_rot, base, neox=neox)
     att = attention(q, k, v, 1.0 / np.sqrt(cfg.head_dim), cfg.sliding_window if local else 0)
     return att @ w[f"blk.{i}.attn_output.weight"].T
 
@@ -163,6 +172,27 @@ def _ffn(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray) -> np.nda
     gate = act(x @ w[f"blk.{i}.ffn_gate.weight"].T)
     up = x @ w[f"blk.{i}.ffn_up.weight"].T
     return (gate * up) @ w[f"blk.{i}.ffn_down.weight"].T
+
+
+def _moe_ffn(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray) -> np.ndarray:
+    """Softmax over the router logits, the top k experts (ties: the lower
+    id), their weights renormalised to sum 1, SwiGLU experts."""
+    logits = x @ w[f"blk.{i}.ffn_gate_inp.weight"].T  # (T, n_expert)
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    gate = w[f"blk.{i}.ffn_gate_exps.weight"]  # (n_expert, n_ff_exp, n_embd)
+    up = w[f"blk.{i}.ffn_up_exps.weight"]
+    down = w[f"blk.{i}.ffn_down_exps.weight"]  # (n_expert, n_embd, n_ff_exp)
+    out = np.zeros_like(x)
+    for t in range(x.shape[0]):
+        chosen = np.argsort(-probs[t], kind="stable")[: cfg.n_expert_used]
+        weights = probs[t, chosen]
+        if cfg.expert_weights_norm:
+            weights = weights / weights.sum()
+        for e, wt in zip(chosen, weights, strict=True):
+            h = silu(gate[e] @ x[t]) * (up[e] @ x[t])
+            out[t] += wt * (down[e] @ h)
+    return out
 
 
 def forward(cfg: Config, w: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
@@ -178,7 +208,8 @@ def forward(cfg: Config, w: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarra
         if gemma:
             h = rms_norm(h, w[f"blk.{i}.post_attention_norm.weight"], cfg.rms_eps)
         x = x + h
-        h = _ffn(cfg, w, i, rms_norm(x, w[f"blk.{i}.ffn_norm.weight"], cfg.rms_eps))
+        ffn = _moe_ffn if cfg.n_expert else _ffn
+        h = ffn(cfg, w, i, rms_norm(x, w[f"blk.{i}.ffn_norm.weight"], cfg.rms_eps))
         if gemma:
             h = rms_norm(h, w[f"blk.{i}.post_ffw_norm.weight"], cfg.rms_eps)
         x = x + h

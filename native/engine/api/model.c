@@ -30,11 +30,14 @@ static adil_status load_architecture(adil_model *m) {
     adil_status st = gguf_get_cstr(m->file, "general.architecture", &arch, NULL);
     if (st != ADIL_OK) return st;
     m->arch = adil_arch_find(arch.ptr, (size_t)arch.len);
-    if (!m->arch)
+    if (!m->arch) {
+        char names[256];
+        adil_arch_names(names, sizeof names);
         return adil_fail(ADIL_STATUS_CAPABILITY,
                          "model: architecture '%.*s' is not supported by the %s engine "
-                         "(supported: llama, gemma3)",
-                         (int)(arch.len > 64 ? 64 : arch.len), arch.ptr, ADIL_CPU_ENGINE_NAME);
+                         "(supported: %s)",
+                         (int)(arch.len > 64 ? 64 : arch.len), arch.ptr, ADIL_CPU_ENGINE_NAME, names);
+    }
     return m->arch->load(m->file, &m->tf);
 }
 

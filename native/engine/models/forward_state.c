@@ -7,6 +7,7 @@
 #include "compute/attention.h"
 #include "compute/matmul.h"
 #include "models/blocks.h"
+#include "models/moe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,10 @@ static adil_status alloc_floats(float **out, int64_t a, int64_t b, const char *w
 static size_t matmul_scratch(const adil_transformer *m, int64_t n_batch) {
     const adil_mm_group head = {.n = 1, .w = {&m->output}, .y = {NULL}};
     const size_t blocks = adil_blocks_scratch_size(m, n_batch);
+    const size_t moe = adil_moe_scratch_size(m, n_batch);
     const size_t out = adil_matmul_group_scratch_size(&head, n_batch);
-    return blocks > out ? blocks : out;
+    const size_t most = blocks > out ? blocks : out;
+    return moe > most ? moe : most;
 }
 
 /* An activation buffer of a forward pass: where it goes and its shape. */
@@ -42,12 +45,13 @@ typedef struct fw_buffer {
     const char *what;
 } fw_buffer;
 
-#define FW_BUFFERS (8 + 2 * ADIL_ROPE_TABLES)
+#define FW_BUFFERS (8 + 2 * ADIL_ROPE_TABLES + 6)
 
 /* The activation buffers for `m` with n_ctx positions, batches of n_batch
- * and nth threads: the one list that sizing and allocation both read. */
-static void fw_buffers(adil_forward *fw, const adil_hparams *hp, int64_t n_ctx, int64_t n_batch, int64_t nth,
-                       fw_buffer out[FW_BUFFERS]) {
+ * and nth threads: the one list that sizing and allocation both read.
+ * Returns how many there are (the MoE ones only with experts). */
+static int fw_buffers(adil_forward *fw, const adil_hparams *hp, int64_t n_ctx, int64_t n_batch, int64_t nth,
+                      fw_buffer out[FW_BUFFERS]) {
     const int64_t half_rot = hp->n_rot / 2 > 0 ? hp->n_rot / 2 : 1;
     int n = 0;
     out[n++] = (fw_buffer){&fw->x, n_batch, hp->n_embd, "x"};
@@ -62,6 +66,23 @@ static void fw_buffers(adil_forward *fw, const adil_hparams *hp, int64_t n_ctx, 
         out[n++] = (fw_buffer){&fw->rope[i].cs, n_batch, half_rot, "rope cos"};
         out[n++] = (fw_buffer){&fw->rope[i].sn, n_batch, half_rot, "rope sin"};
     }
+    if (hp->n_expert > 0) {
+        const int64_t A = n_batch * hp->n_expert_used; /* (token, slot) assignments */
+        out[n++] = (fw_buffer){&fw->moe_logits, n_batch, hp->n_expert, "moe logits"};
+        out[n++] = (fw_buffer){&fw->moe_w, n_batch, hp->n_expert_used, "moe weights"};
+        out[n++] = (fw_buffer){&fw->moe_x, A, hp->n_embd, "moe inputs"};
+        out[n++] = (fw_buffer){&fw->moe_h, A, hp->n_ff_exp, "moe gate"};
+        out[n++] = (fw_buffer){&fw->moe_h2, A, hp->n_ff_exp, "moe up"};
+        out[n++] = (fw_buffer){&fw->moe_y, A, hp->n_embd, "moe outputs"};
+    }
+    return n;
+}
+
+/* int32s of fw->moe_ids: expert and order of each assignment, and the
+ * per-expert offsets (0 without experts). */
+static size_t moe_ints(const adil_hparams *hp, int64_t n_batch) {
+    if (hp->n_expert <= 0) return 0;
+    return 2 * floats(n_batch, hp->n_expert_used) + (size_t)hp->n_expert + 1;
 }
 
 /* a + b, saturating at UINT64_MAX (the "does not fit" of a byte count). */
@@ -73,11 +94,12 @@ uint64_t adil_forward_bytes(const adil_transformer *m, int64_t n_ctx, int64_t n_
         adil_kv_cache_bytes(hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim, hp->n_head_kv * hp->head_dim_v);
     adil_forward fw;
     fw_buffer bufs[FW_BUFFERS];
-    fw_buffers(&fw, hp, n_ctx, n_batch, nth, bufs);
-    for (int i = 0; i < FW_BUFFERS; i++) {
+    const int n_bufs = fw_buffers(&fw, hp, n_ctx, n_batch, nth, bufs);
+    for (int i = 0; i < n_bufs; i++) {
         const size_t n = floats(bufs[i].rows, bufs[i].cols);
         total = add_bytes(total, n ? n * sizeof(float) : UINT64_MAX);
     }
+    total = add_bytes(total, moe_ints(hp, n_batch) * sizeof(int32_t));
     return add_bytes(total, matmul_scratch(m, n_batch));
 }
 
@@ -90,9 +112,12 @@ adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, int64
     adil_status st = adil_kv_cache_init(&fw->kv, hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim,
                                         hp->n_head_kv * hp->head_dim_v);
     fw_buffer bufs[FW_BUFFERS];
-    fw_buffers(fw, hp, n_ctx, n_batch, adil_pool_n_threads(pool), bufs);
-    for (int i = 0; st == ADIL_OK && i < FW_BUFFERS; i++)
+    const int n_bufs = fw_buffers(fw, hp, n_ctx, n_batch, adil_pool_n_threads(pool), bufs);
+    for (int i = 0; st == ADIL_OK && i < n_bufs; i++)
         st = alloc_floats(bufs[i].ptr, bufs[i].rows, bufs[i].cols, bufs[i].what);
+    const size_t n_ints = moe_ints(hp, n_batch);
+    if (st == ADIL_OK && n_ints > 0 && !(fw->moe_ids = malloc(n_ints * sizeof(int32_t))))
+        st = adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "context: cannot allocate %zu expert ids", n_ints);
     if (st == ADIL_OK) {
         fw->mm_scratch_size = matmul_scratch(m, n_batch);
         fw->mm_scratch = malloc(fw->mm_scratch_size ? fw->mm_scratch_size : 1);
@@ -114,6 +139,13 @@ void adil_forward_free(adil_forward *fw) {
     free(fw->scores);
     free(fw->hb);
     free(fw->hb2);
+    free(fw->moe_logits);
+    free(fw->moe_w);
+    free(fw->moe_ids);
+    free(fw->moe_x);
+    free(fw->moe_h);
+    free(fw->moe_h2);
+    free(fw->moe_y);
     for (int i = 0; i < ADIL_ROPE_TABLES; i++) {
         free(fw->rope[i].cs);
         free(fw->rope[i].sn);

@@ -65,10 +65,10 @@ adil_status adil_hp_read_common(const gguf_file *f, const char *arch, adil_hpara
     return adil_hp_int(f, arch, "attention.value_length", hp->head_dim, 1024, &hp->head_dim_v);
 }
 
-adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {
+adil_status adil_bind_attn_common(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {
     const adil_hparams *hp = &m->hp;
     adil_layer *L = &m->layers[il];
-    const int64_t D = hp->n_embd, hd = hp->head_dim, ff = hp->n_ff;
+    const int64_t D = hp->n_embd, hd = hp->head_dim;
     const int64_t q_rows = hp->n_head * hd, kv_rows = hp->n_head_kv * hd;
     adil_status st;
     if ((st = adil_bind_vector(f, "blk.%d.attn_norm.weight", il, D, a, &L->attn_norm, NULL))) return st;
@@ -80,7 +80,14 @@ adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int 
     if ((st = adil_bind_matrix(f, "blk.%d.attn_output.weight", il, D, hp->n_head * hp->head_dim_v, &L->wo,
                                NULL)))
         return st;
-    if ((st = adil_bind_vector(f, "blk.%d.ffn_norm.weight", il, D, a, &L->ffn_norm, NULL))) return st;
+    return adil_bind_vector(f, "blk.%d.ffn_norm.weight", il, D, a, &L->ffn_norm, NULL);
+}
+
+adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {
+    const int64_t D = m->hp.n_embd, ff = m->hp.n_ff;
+    adil_layer *L = &m->layers[il];
+    adil_status st = adil_bind_attn_common(f, m, il, a);
+    if (st) return st;
     if ((st = adil_bind_matrix(f, "blk.%d.ffn_gate.weight", il, ff, D, &L->ffn_gate, NULL))) return st;
     if ((st = adil_bind_matrix(f, "blk.%d.ffn_up.weight", il, ff, D, &L->ffn_up, NULL))) return st;
     return adil_bind_matrix(f, "blk.%d.ffn_down.weight", il, D, ff, &L->ffn_down, NULL);

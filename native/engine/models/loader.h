@@ -39,6 +39,11 @@ adil_status adil_hparams_check(const adil_transformer *m);
 adil_status adil_load_begin(const gguf_file *f, adil_transformer *m, size_t vector_floats,
                             adil_f32_arena *arena);
 
+/* Binds the attention tensors every llama-family layer il has: attn_norm,
+ * attn_q/k/v, attn_output, and ffn_norm (norm vectors into the arena);
+ * mixture-of-experts layers bind their FFN after it (moe.h). */
+adil_status adil_bind_attn_common(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *arena);
+
 /* Binds the tensors every llama-family layer il has: attn_norm, attn_q/k/v,
  * attn_output, ffn_norm, ffn_gate/up/down (norm vectors into the arena).
  * Architectures bind their extra tensors (Q/K norms, post-norms) after it. */

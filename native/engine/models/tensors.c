@@ -64,54 +64,84 @@ static adil_status absent(const char *name, bool *found) {
     return adil_fail(ADIL_STATUS_MODEL_FORMAT, "model: tensor '%s': expected present, got missing", name);
 }
 
-adil_status adil_bind_matrix(const gguf_file *f, const char *fmt, int layer, int64_t rows, int64_t cols,
-                             adil_weight *out, bool *found) {
+/* The MODEL_FORMAT error for tensor t of `name` whose shape is not the n
+ * dimensions want[] (trailing dimensions 1). */
+static adil_status shape_error(const char *name, const gguf_tensor *t, const int64_t *want, int n) {
+    char expected[96];
+    size_t used = 0;
+    for (int i = 0; i < n && used < sizeof expected; i++)
+        used += (size_t)snprintf(expected + used, sizeof expected - used, "%s%lld", i ? ", " : "",
+                                 (long long)want[i]);
+    return adil_fail(ADIL_STATUS_MODEL_FORMAT,
+                     "model: tensor '%s' at offset %llu: expected shape [%s], got [%llu, %llu, %llu, %llu]",
+                     name, (unsigned long long)t->offset, expected, (unsigned long long)t->ne[0],
+                     (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
+                     (unsigned long long)t->ne[3]);
+}
+
+/* Binds `name` as a weight of ne = [cols, rows, n3]: seen as (n3 * rows, cols). */
+static adil_status bind_weight(const gguf_file *f, const char *fmt, int layer, int64_t n3, int64_t rows,
+                               int64_t cols, adil_weight *out, bool *found) {
     char name[96];
     const gguf_tensor *t = find(f, fmt, layer, name, sizeof name);
     if (!t) return absent(name, found);
     if (found) *found = true;
-    if (t->ne[0] != (uint64_t)cols || t->ne[1] != (uint64_t)rows || t->ne[2] != 1 || t->ne[3] != 1)
-        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
-                         "model: tensor '%s' at offset %llu: expected shape [%lld, %lld], got "
-                         "[%llu, %llu, %llu, %llu]",
-                         name, (unsigned long long)t->offset, (long long)cols, (long long)rows,
-                         (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
-                         (unsigned long long)t->ne[2], (unsigned long long)t->ne[3]);
+    if (t->ne[0] != (uint64_t)cols || t->ne[1] != (uint64_t)rows || t->ne[2] != (uint64_t)n3 || t->ne[3] != 1)
+        return shape_error(name, t, (const int64_t[]){cols, rows, n3}, n3 == 1 ? 2 : 3);
     if (!adil_wtype_has_kernels(t->type))
         return adil_fail(ADIL_STATUS_CAPABILITY,
                          "model: tensor '%s' has weight type %s (%u), which this engine cannot "
                          "compute with",
                          name, adil_wtype_name(t->type), t->type);
     out->type = t->type;
-    out->rows = rows;
+    out->rows = n3 * rows;
     out->cols = cols;
     out->data = t->data;
     return ADIL_OK;
 }
 
-adil_status adil_bind_vector(const gguf_file *f, const char *fmt, int layer, int64_t n, adil_f32_arena *arena,
-                             const float **out, bool *found) {
+adil_status adil_bind_matrix(const gguf_file *f, const char *fmt, int layer, int64_t rows, int64_t cols,
+                             adil_weight *out, bool *found) {
+    return bind_weight(f, fmt, layer, 1, rows, cols, out, found);
+}
+
+adil_status adil_bind_experts(const gguf_file *f, const char *fmt, int layer, int64_t n_expert, int64_t rows,
+                              int64_t cols, adil_weight *out, bool *found) {
+    return bind_weight(f, fmt, layer, n_expert, rows, cols, out, found);
+}
+
+/* Dequantizes `name`, ne = [cols, rows], into the arena. */
+static adil_status bind_f32(const gguf_file *f, const char *fmt, int layer, int64_t rows, int64_t cols,
+                            adil_f32_arena *arena, const float **out, bool *found) {
     char name[96];
     const gguf_tensor *t = find(f, fmt, layer, name, sizeof name);
     if (!t) return absent(name, found);
     if (found) *found = true;
-    if (t->ne[0] != (uint64_t)n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
-        return adil_fail(ADIL_STATUS_MODEL_FORMAT,
-                         "model: tensor '%s' at offset %llu: expected shape [%lld], got "
-                         "[%llu, %llu, %llu, %llu]",
-                         name, (unsigned long long)t->offset, (long long)n, (unsigned long long)t->ne[0],
-                         (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
-                         (unsigned long long)t->ne[3]);
+    if (t->ne[0] != (uint64_t)cols || t->ne[1] != (uint64_t)rows || t->ne[2] != 1 || t->ne[3] != 1)
+        return shape_error(name, t, (const int64_t[]){cols, rows}, rows == 1 ? 1 : 2);
     const adil_wtype_kernels *wk = adil_wtype_kernels_get(t->type);
     if (!wk || !wk->dequantize_row)
         return adil_fail(ADIL_STATUS_CAPABILITY,
                          "model: tensor '%s' has weight type %s (%u), which this engine cannot read", name,
                          adil_wtype_name(t->type), t->type);
-    if (arena->cap - arena->used < (size_t)n)
+    const size_t n = (size_t)rows * (size_t)cols;
+    if (arena->cap - arena->used < n)
         return adil_fail(ADIL_STATUS_INTERNAL, "model: vector arena too small for '%s'", name);
     float *dst = arena->base + arena->used;
-    wk->dequantize_row(t->data, dst, n);
-    arena->used += (size_t)n;
+    const size_t row = adil_row_size(t->type, cols);
+    for (int64_t r = 0; r < rows; r++)
+        wk->dequantize_row((const uint8_t *)t->data + (size_t)r * row, dst + r * cols, cols);
+    arena->used += n;
     *out = dst;
     return ADIL_OK;
+}
+
+adil_status adil_bind_vector(const gguf_file *f, const char *fmt, int layer, int64_t n, adil_f32_arena *arena,
+                             const float **out, bool *found) {
+    return bind_f32(f, fmt, layer, 1, n, arena, out, found);
+}
+
+adil_status adil_bind_table(const gguf_file *f, const char *fmt, int layer, int64_t rows, int64_t cols,
+                            adil_f32_arena *arena, const float **out, bool *found) {
+    return bind_f32(f, fmt, layer, rows, cols, arena, out, found);
 }

@@ -31,6 +31,13 @@ adil_status adil_hp_float(const gguf_file *f, const char *arch, const char *key,
 adil_status adil_bind_matrix(const gguf_file *f, const char *name, int layer, int64_t rows, int64_t cols,
                              adil_weight *out, bool *found);
 
+/* Binds the 3-D tensor `name` (layer as above), ne = [cols, rows, n_expert]:
+ * the stacked matrices of n_expert experts, as one (n_expert * rows, cols)
+ * weight whose expert e is rows [e * rows, (e + 1) * rows).  Same `found`
+ * convention and errors as adil_bind_matrix. */
+adil_status adil_bind_experts(const gguf_file *f, const char *name, int layer, int64_t n_expert, int64_t rows,
+                              int64_t cols, adil_weight *out, bool *found);
+
 /* A bump allocator for the f32 copies of small vectors (norm weights). */
 typedef struct adil_f32_arena {
     float *base;
@@ -41,5 +48,11 @@ typedef struct adil_f32_arena {
  * arena; *out points at the copy.  Same `found` convention. */
 adil_status adil_bind_vector(const gguf_file *f, const char *name, int layer, int64_t n,
                              adil_f32_arena *arena, const float **out, bool *found);
+
+/* Dequantizes the 2-D tensor `name` (layer as above), ne = [cols, rows],
+ * into the arena as (rows, cols) floats (per-expert biases); *out points at
+ * the copy.  Same `found` convention. */
+adil_status adil_bind_table(const gguf_file *f, const char *name, int layer, int64_t rows, int64_t cols,
+                            adil_f32_arena *arena, const float **out, bool *found);
 
 #endif /* ADIL_MODEL_TENSORS_H */

@@ -51,6 +51,13 @@ typedef struct adil_yarn {
     int64_t n_ctx_orig;         /* rope.scaling.original_context_length */
 } adil_yarn;
 
+/* How a mixture-of-experts layer turns router logits into each token's
+ * n_expert_used experts and their weights. */
+typedef enum adil_expert_gating {
+    ADIL_GATING_SOFTMAX_TOPK = 0, /* softmax over all experts, then the top k (qwen3moe) */
+    ADIL_GATING_TOPK_SOFTMAX = 1, /* the top k logits, then softmax over those k (gpt-oss) */
+} adil_expert_gating;
+
 typedef struct adil_hparams {
     int64_t n_vocab; /* rows of the embedding */
     int64_t n_embd;  /* model width */
@@ -74,6 +81,12 @@ typedef struct adil_hparams {
     float embd_scale;       /* multiplies the looked-up embeddings */
     float final_softcap;    /* logits = c * tanh(logits / c); 0 = off */
     adil_ffn_act ffn_act;
+    /* mixture of experts (n_expert == 0: a dense FFN on every layer) */
+    int64_t n_expert;         /* experts per layer */
+    int64_t n_expert_used;    /* experts each token goes through (k) */
+    int64_t n_ff_exp;         /* hidden width of one expert */
+    bool expert_weights_norm; /* divide each token's k weights by their sum */
+    adil_expert_gating expert_gating;
 } adil_hparams;
 
 /* True when layer `il` attends only to the last sliding_window positions. */
@@ -98,6 +111,17 @@ typedef struct adil_layer {
     adil_weight ffn_up;          /* (n_ff, n_embd) */
     adil_weight ffn_down;        /* (n_embd, n_ff) */
     const float *post_ffn_norm;  /* (n_embd) or NULL: norm of the FFN output */
+    /* mixture of experts (models/moe.h; ffn_gate/up/down unused).  The expert
+     * tensors are 3-D in the file, ne = [cols, rows, n_expert]: expert e is
+     * rows [e * rows, (e + 1) * rows) of the matrix seen as 2-D. */
+    adil_weight ffn_gate_inp;     /* (n_expert, n_embd) router, a float type */
+    const float *ffn_gate_inp_b;  /* (n_expert) or NULL */
+    adil_weight ffn_gate_exps;    /* (n_expert * n_ff_exp, n_embd) */
+    adil_weight ffn_up_exps;      /* (n_expert * n_ff_exp, n_embd) */
+    adil_weight ffn_down_exps;    /* (n_expert * n_embd, n_ff_exp) */
+    const float *ffn_gate_exps_b; /* (n_expert, n_ff_exp) or NULL */
+    const float *ffn_up_exps_b;   /* (n_expert, n_ff_exp) or NULL */
+    const float *ffn_down_exps_b; /* (n_expert, n_embd) or NULL */
 } adil_layer;
 
 typedef struct adil_transformer {
@@ -157,6 +181,17 @@ typedef struct adil_forward {
     float *hb2;       /* (n_batch, n_ff) up */
     void *mm_scratch; /* quantized activations for adil_matmul_group */
     size_t mm_scratch_size;
+
+    /* mixture of experts (NULL without experts); A = n_batch * n_expert_used
+     * assignments (token, slot), ordered by expert */
+    float *moe_logits; /* (n_batch, n_expert) router logits */
+    float *moe_w;      /* (n_batch, n_expert_used) weight of each token's experts */
+    int32_t *moe_ids;  /* (A) expert, (A) row in expert order, (n_expert + 1) offsets */
+    float *moe_x;      /* (A, n_embd) the input rows of each assignment */
+    float *moe_h;      /* (A, n_ff_exp) gate, then act(gate) * up */
+    float *moe_h2;     /* (A, n_ff_exp) up */
+    float *moe_y;      /* (A, n_embd) each expert's output for its tokens */
+
     adil_rope_table rope[ADIL_ROPE_TABLES];
     uint64_t rope_clock;
     adil_stop_fn stop; /* may be NULL */
@@ -194,9 +229,14 @@ typedef struct adil_arch {
 
 extern const adil_arch adil_arch_llama;
 extern const adil_arch adil_arch_gemma3;
+extern const adil_arch adil_arch_qwen3moe;
 
 /* The architecture called `name` (len bytes), or NULL. */
 const adil_arch *adil_arch_find(const char *name, size_t len);
+
+/* The names of every architecture, ", "-separated, into buf (cap bytes,
+ * NUL-terminated, cut short when too small). */
+void adil_arch_names(char *buf, size_t cap);
 
 /* Frees what a loader allocated (not the struct). */
 void adil_transformer_free(adil_transformer *m);

@@ -1,0 +1,85 @@
+"""The mixture-of-experts block (native/engine/models/moe.c) on tiny qwen3moe
+files: the gating keys a file may set, and what the engine refuses.  The
+logits themselves are checked against the numpy reference in
+test_model_logits.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType as T
+from make_tiny_models import _write_hparams, _write_tokenizer, spec_for, write_weights
+from reference_forward import reference_logits
+from test_model_logits import TOL_FLOAT, assert_close, prompt_ids
+
+import adil
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[adil.Engine]:
+    with adil.Engine.open() as e:
+        yield e
+
+
+def write_qwen3moe(path: Path, extra: Callable[[gguf.GGUFWriter], None]) -> Path:
+    """The tiny F32 qwen3moe file with `extra` metadata written after the
+    usual hyperparameters."""
+    spec = spec_for("qwen3moe")
+    w = gguf.GGUFWriter(str(path), "qwen3moe")
+    _write_hparams(w, spec)
+    extra(w)
+    _write_tokenizer(w, spec)
+    write_weights(w, spec, T.F32, np.random.default_rng(0))
+    return path
+
+
+def test_weights_without_renormalisation(engine: adil.Engine, tmp_path: Path) -> None:
+    """expert_weights_norm = false: the top-k softmax probabilities are used
+    as they are (they sum to less than 1)."""
+    path = write_qwen3moe(tmp_path / "no_norm.gguf", lambda w: w.add_expert_weights_norm(False))
+    with engine.load_model(path, threads=2, context_length=128) as model:
+        ids = prompt_ids(model.n_vocab)
+        got = model.logits(ids)
+    assert_close(got, reference_logits(path, ids), TOL_FLOAT)
+    normed = write_qwen3moe(tmp_path / "norm.gguf", lambda w: None)
+    assert not np.allclose(reference_logits(normed, ids), reference_logits(path, ids))
+
+
+def test_unknown_gating_function_is_a_capability_error(engine: adil.Engine, tmp_path: Path) -> None:
+    path = write_qwen3moe(tmp_path / "sigmoid.gguf",
+                          lambda w: w.add_uint32("qwen3moe.expert_gating_func", 2))
+    with pytest.raises(adil.CapabilityError, match="expert_gating_func"):
+        engine.load_model(path)
+
+
+def test_more_experts_used_than_there_are_is_refused(engine: adil.Engine, tmp_path: Path) -> None:
+    spec = spec_for("qwen3moe")
+    w = gguf.GGUFWriter(str(tmp_path / "k9.gguf"), "qwen3moe")
+    w.add_uint32("qwen3moe.expert_count", spec.n_expert)
+    w.add_uint32("qwen3moe.expert_used_count", spec.n_expert + 1)
+    for key, value in (("embedding_length", spec.n_embd), ("block_count", spec.n_layer),
+                       ("feed_forward_length", spec.n_ff), ("attention.head_count", spec.n_head)):
+        w.add_uint32(f"qwen3moe.{key}", value)
+    w.add_tensor("token_embd.weight", np.zeros((8, spec.n_embd), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(adil.ModelFormatError, match="expert_used_count"):
+        engine.load_model(tmp_path / "k9.gguf")
+
+
+def test_unsupported_architecture_lists_qwen3moe(engine: adil.Engine, tmp_path: Path) -> None:
+    path = tmp_path / "mamba.gguf"
+    w = gguf.GGUFWriter(str(path), "mamba")
+    w.add_tensor("token_embd.weight", np.zeros((8, 32), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(adil.CapabilityError, match=r"supported: .*qwen3moe"):
+        engine.load_model(path)
