@@ -45,7 +45,7 @@ typedef struct fw_buffer {
     const char *what;
 } fw_buffer;
 
-#define FW_BUFFERS (8 + 2 * ADIL_ROPE_TABLES + 6)
+#define FW_BUFFERS (8 + 2 * ADIL_ROPE_TABLES + 5)
 
 /* The activation buffers for `m` with n_ctx positions, batches of n_batch
  * and nth threads: the one list that sizing and allocation both read.
@@ -70,7 +70,6 @@ static int fw_buffers(adil_forward *fw, const adil_hparams *hp, int64_t n_ctx, i
         const int64_t A = n_batch * hp->n_expert_used; /* (token, slot) assignments */
         out[n++] = (fw_buffer){&fw->moe_logits, n_batch, hp->n_expert, "moe logits"};
         out[n++] = (fw_buffer){&fw->moe_w, n_batch, hp->n_expert_used, "moe weights"};
-        out[n++] = (fw_buffer){&fw->moe_x, A, hp->n_embd, "moe inputs"};
         out[n++] = (fw_buffer){&fw->moe_h, A, hp->n_ff_exp, "moe gate"};
         out[n++] = (fw_buffer){&fw->moe_h2, A, hp->n_ff_exp, "moe up"};
         out[n++] = (fw_buffer){&fw->moe_y, A, hp->n_embd, "moe outputs"};
@@ -78,11 +77,11 @@ static int fw_buffers(adil_forward *fw, const adil_hparams *hp, int64_t n_ctx, i
     return n;
 }
 
-/* int32s of fw->moe_ids: expert and order of each assignment, and the
+/* int32s of fw->moe_ids: expert, row and token of each assignment, and the
  * per-expert offsets (0 without experts). */
 static size_t moe_ints(const adil_hparams *hp, int64_t n_batch) {
     if (hp->n_expert <= 0) return 0;
-    return 2 * floats(n_batch, hp->n_expert_used) + (size_t)hp->n_expert + 1;
+    return 3 * floats(n_batch, hp->n_expert_used) + (size_t)hp->n_expert + 1;
 }
 
 /* a + b, saturating at UINT64_MAX (the "does not fit" of a byte count). */
@@ -142,7 +141,6 @@ void adil_forward_free(adil_forward *fw) {
     free(fw->moe_logits);
     free(fw->moe_w);
     free(fw->moe_ids);
-    free(fw->moe_x);
     free(fw->moe_h);
     free(fw->moe_h2);
     free(fw->moe_y);

@@ -8,6 +8,7 @@
 #include "compute/activation.h"
 #include "compute/kernels.h"
 #include "compute/matmul.h"
+#include "compute/matmul_experts.h"
 #include "models/blocks.h"
 
 #include <math.h>
@@ -64,26 +65,21 @@ adil_status adil_moe_bind_layer(const gguf_file *f, adil_transformer *m, int il,
     return adil_bind_table(f, "blk.%d.ffn_down_exps.bias", il, E, D, a, &L->ffn_down_exps_b, &(bool){0});
 }
 
-/* Expert e of a stacked weight: its `rows` rows. */
-static adil_weight expert_view(const adil_weight *w, int64_t e, int64_t rows) {
-    adil_weight v = *w;
-    v.rows = rows;
-    v.data = (const uint8_t *)w->data + (size_t)(e * rows) * adil_row_size(w->type, w->cols);
-    return v;
-}
-
 size_t adil_moe_scratch_size(const adil_transformer *m, int64_t n_batch) {
     const adil_hparams *hp = &m->hp;
     const int64_t A = n_batch * hp->n_expert_used;
     size_t most = 0;
     for (int64_t il = 0; hp->n_expert > 0 && il < hp->n_layer; il++) {
         const adil_layer *L = &m->layers[il];
-        const adil_weight gate = expert_view(&L->ffn_gate_exps, 0, hp->n_ff_exp);
-        const adil_weight up = expert_view(&L->ffn_up_exps, 0, hp->n_ff_exp);
-        const adil_weight down = expert_view(&L->ffn_down_exps, 0, hp->n_embd);
+        const adil_mm_experts gate_up = {.n = 2,
+                                         .w = {&L->ffn_gate_exps, &L->ffn_up_exps},
+                                         .n_expert = hp->n_expert,
+                                         .rows = hp->n_ff_exp};
+        const adil_mm_experts down = {
+            .n = 1, .w = {&L->ffn_down_exps}, .n_expert = hp->n_expert, .rows = hp->n_embd};
         const size_t s[] = {adil_matmul_scratch_size(&L->ffn_gate_inp, n_batch),
-                            adil_matmul_group_scratch_size(&(adil_mm_group){.n = 2, .w = {&gate, &up}}, A),
-                            adil_matmul_scratch_size(&down, A)};
+                            adil_matmul_experts_scratch_size(&gate_up, n_batch, A),
+                            adil_matmul_experts_scratch_size(&down, A, A)};
         for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) most = s[i] > most ? s[i] : most;
     }
     return most;
@@ -145,8 +141,8 @@ static adil_status route(const adil_transformer *m, adil_forward *fw, const adil
     return ADIL_OK;
 }
 
-/* Groups the A = T * k assignments by expert: off[e] .. off[e + 1] are
- * expert e's, in token order, and assignment (t, j) is number pos[t * k + j]. */
+/* Groups the A = T * k assignments by expert: rows off[e] .. off[e + 1] are
+ * expert e's, in token order, and assignment (t, j) is row pos[t * k + j]. */
 static void group_by_expert(const int32_t *ids, int64_t A, int64_t n_expert, int32_t *pos, int32_t *off) {
     memset(off, 0, (size_t)(n_expert + 1) * sizeof *off);
     for (int64_t a = 0; a < A; a++) off[ids[a] + 1]++;
@@ -158,62 +154,51 @@ static void group_by_expert(const int32_t *ids, int64_t A, int64_t n_expert, int
 
 /* ---- the experts -------------------------------------------------------------- */
 
-/* The epilogue of an expert's gate/up product: biases, then act(gate) * up,
- * on rows [r0, r1) of its n tokens. */
-typedef struct expert_glu {
+/* The epilogue of the gate/up product: each assignment's expert biases,
+ * then act(gate) * up, on rows [r0, r1). */
+typedef struct experts_glu {
     adil_glu_fn glu;
-    float *gate;          /* (n, n_ff_exp) */
-    float *up;            /* (n, n_ff_exp) */
-    const float *bg, *bu; /* (n_ff_exp) or NULL */
-    int64_t n, n_ff;
-} expert_glu;
+    float *gate;          /* (A, n_ff_exp) */
+    float *up;            /* (A, n_ff_exp) */
+    const float *bg, *bu; /* (n_expert, n_ff_exp) or NULL */
+    const int32_t *off;   /* (n_expert + 1) */
+    int64_t n_expert, n_ff;
+} experts_glu;
 
 static void glu_epilogue(void *user, int64_t r0, int64_t r1) {
-    const expert_glu *g = user;
-    for (int64_t t = 0; t < g->n; t++) {
-        float *gate = g->gate + t * g->n_ff, *up = g->up + t * g->n_ff;
-        if (g->bg) adil_add(gate + r0, g->bg + r0, r1 - r0);
-        if (g->bu) adil_add(up + r0, g->bu + r0, r1 - r0);
-        g->glu(gate + r0, up + r0, r1 - r0);
-    }
+    const experts_glu *g = user;
+    for (int64_t e = 0; e < g->n_expert; e++)
+        for (int64_t a = g->off[e]; a < g->off[e + 1]; a++) {
+            float *gate = g->gate + a * g->n_ff, *up = g->up + a * g->n_ff;
+            if (g->bg) adil_add(gate + r0, g->bg + e * g->n_ff + r0, r1 - r0);
+            if (g->bu) adil_add(up + r0, g->bu + e * g->n_ff + r0, r1 - r0);
+            g->glu(gate + r0, up + r0, r1 - r0);
+        }
 }
 
-/* moe_y rows [a0, a0 + n) = expert e of layer L on moe_x rows [a0, a0 + n). */
-static adil_status run_expert(const adil_transformer *m, adil_forward *fw, const adil_layer *L, int64_t e,
-                              int64_t a0, int64_t n) {
-    const adil_hparams *hp = &m->hp;
-    const int64_t D = hp->n_embd, F = hp->n_ff_exp;
-    const adil_weight gate = expert_view(&L->ffn_gate_exps, e, F);
-    const adil_weight up = expert_view(&L->ffn_up_exps, e, F);
-    const adil_weight down = expert_view(&L->ffn_down_exps, e, D);
-    expert_glu glu = {.glu = adil_ffn_glu(hp->ffn_act),
-                      .gate = fw->moe_h + a0 * F,
-                      .up = fw->moe_h2 + a0 * F,
-                      .bg = L->ffn_gate_exps_b ? L->ffn_gate_exps_b + e * F : NULL,
-                      .bu = L->ffn_up_exps_b ? L->ffn_up_exps_b + e * F : NULL,
-                      .n = n,
-                      .n_ff = F};
-    const adil_mm_group gate_up = {
-        .n = 2, .w = {&gate, &up}, .y = {glu.gate, glu.up}, .epilogue = glu_epilogue, .user = &glu};
-    adil_status st =
-        adil_matmul_group(fw->pool, &gate_up, fw->moe_x + a0 * D, n, fw->mm_scratch, fw->mm_scratch_size);
-    if (st != ADIL_OK) return st;
-    const adil_mm_group dn = {.n = 1, .w = {&down}, .y = {fw->moe_y + a0 * D}};
-    return adil_matmul_group(fw->pool, &dn, glu.gate, n, fw->mm_scratch, fw->mm_scratch_size);
-}
+/* The epilogue of the down product: columns [r0, r1) of
+ * out[t] = sum_j w[t, j] * (y[pos[t, j]] + bd[e_tj]), slot by slot. */
+typedef struct experts_sum {
+    float *out;         /* (T, n_embd) */
+    const float *y;     /* (A, n_embd) */
+    const float *w;     /* (T, k) */
+    const int32_t *ids; /* (T, k) */
+    const int32_t *pos; /* (T, k) */
+    const float *bd;    /* (n_expert, n_embd) or NULL */
+    int64_t T, k, n_embd;
+} experts_sum;
 
-/* out[t] = sum_j w[t, j] * (y[pos[t, j]] + bd[e_tj]), slot by slot. */
-static void weighted_sum(const adil_transformer *m, adil_forward *fw, const adil_layer *L, const int32_t *ids,
-                         const int32_t *pos, int64_t T, float *out) {
-    const int64_t D = m->hp.n_embd, k = m->hp.n_expert_used;
-    for (int64_t t = 0; t < T; t++) {
-        float *row = out + t * D;
-        memset(row, 0, (size_t)D * sizeof *row);
-        for (int64_t j = 0; j < k; j++) {
-            const float w = fw->moe_w[t * k + j];
-            const float *y = fw->moe_y + (int64_t)pos[t * k + j] * D;
-            const float *b = L->ffn_down_exps_b ? L->ffn_down_exps_b + ids[t * k + j] * D : NULL;
-            for (int64_t i = 0; i < D; i++) row[i] += w * (b ? y[i] + b[i] : y[i]);
+static void sum_epilogue(void *user, int64_t r0, int64_t r1) {
+    const experts_sum *s = user;
+    const int64_t D = s->n_embd;
+    for (int64_t t = 0; t < s->T; t++) {
+        float *row = s->out + t * D;
+        memset(row + r0, 0, (size_t)(r1 - r0) * sizeof *row);
+        for (int64_t j = 0; j < s->k; j++) {
+            const float w = s->w[t * s->k + j];
+            const float *y = s->y + (int64_t)s->pos[t * s->k + j] * D;
+            const float *b = s->bd ? s->bd + s->ids[t * s->k + j] * D : NULL;
+            for (int64_t i = r0; i < r1; i++) row[i] += w * (b ? y[i] + b[i] : y[i]);
         }
     }
 }
@@ -222,25 +207,57 @@ adil_status adil_moe_ffn(const adil_transformer *m, adil_forward *fw, int64_t il
                          float *out) {
     const adil_hparams *hp = &m->hp;
     const adil_layer *L = &m->layers[il];
-    const int64_t D = hp->n_embd, k = hp->n_expert_used, A = T * k;
+    const int64_t D = hp->n_embd, F = hp->n_ff_exp, E = hp->n_expert, k = hp->n_expert_used, A = T * k;
     int32_t *ids = fw->moe_ids; /* (T, k) expert of each assignment */
     int32_t *pos = ids + A;     /* (T, k) its row in expert order */
-    int32_t *off = pos + A;     /* (n_expert + 1) each expert's first row */
+    int32_t *src = pos + A;     /* (A) the token of each row in expert order */
+    int32_t *off = src + A;     /* (n_expert + 1) each expert's first row */
     adil_status st;
 
     /* router (float32) and gating: k experts and weights per token */
     if ((st = route(m, fw, L, xb, T, ids))) return st;
+    group_by_expert(ids, A, E, pos, off);
+    for (int64_t a = 0; a < A; a++) src[pos[a]] = (int32_t)(a / k);
 
-    /* each token's input row once per expert it goes to, grouped by expert */
-    group_by_expert(ids, A, hp->n_expert, pos, off);
-    for (int64_t a = 0; a < A; a++)
-        memcpy(fw->moe_x + (int64_t)pos[a] * D, xb + a / k * D, (size_t)D * sizeof(float));
+    /* gate and up of every chosen expert on all its tokens, one pool job:
+     * moe_h = act(gate + bg) * (up + bu), (A, F) in expert order */
+    experts_glu glu = {.glu = adil_ffn_glu(hp->ffn_act),
+                       .gate = fw->moe_h,
+                       .up = fw->moe_h2,
+                       .bg = L->ffn_gate_exps_b,
+                       .bu = L->ffn_up_exps_b,
+                       .off = off,
+                       .n_expert = E,
+                       .n_ff = F};
+    const adil_mm_experts gate_up = {.n = 2,
+                                     .w = {&L->ffn_gate_exps, &L->ffn_up_exps},
+                                     .y = {fw->moe_h, fw->moe_h2},
+                                     .n_expert = E,
+                                     .rows = F,
+                                     .off = off,
+                                     .src = src,
+                                     .epilogue = glu_epilogue,
+                                     .user = &glu};
+    if ((st = adil_matmul_experts(fw->pool, &gate_up, xb, T, fw->mm_scratch, fw->mm_scratch_size))) return st;
 
-    /* every chosen expert on all of its tokens at once */
-    for (int64_t e = 0; e < hp->n_expert; e++)
-        if (off[e + 1] > off[e] && (st = run_expert(m, fw, L, e, off[e], off[e + 1] - off[e]))) return st;
-
-    /* out = the weighted sum of each token's expert outputs */
-    weighted_sum(m, fw, L, ids, pos, T, out);
-    return ADIL_OK;
+    /* down (A, D), and out = the weighted sum of each token's expert outputs */
+    experts_sum sum = {.out = out,
+                       .y = fw->moe_y,
+                       .w = fw->moe_w,
+                       .ids = ids,
+                       .pos = pos,
+                       .bd = L->ffn_down_exps_b,
+                       .T = T,
+                       .k = k,
+                       .n_embd = D};
+    const adil_mm_experts down = {.n = 1,
+                                  .w = {&L->ffn_down_exps},
+                                  .y = {fw->moe_y},
+                                  .n_expert = E,
+                                  .rows = D,
+                                  .off = off,
+                                  .src = NULL,
+                                  .epilogue = sum_epilogue,
+                                  .user = &sum};
+    return adil_matmul_experts(fw->pool, &down, fw->moe_h, A, fw->mm_scratch, fw->mm_scratch_size);
 }

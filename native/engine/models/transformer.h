@@ -186,8 +186,7 @@ typedef struct adil_forward {
      * assignments (token, slot), ordered by expert */
     float *moe_logits; /* (n_batch, n_expert) router logits */
     float *moe_w;      /* (n_batch, n_expert_used) weight of each token's experts */
-    int32_t *moe_ids;  /* (A) expert, (A) row in expert order, (n_expert + 1) offsets */
-    float *moe_x;      /* (A, n_embd) the input rows of each assignment */
+    int32_t *moe_ids;  /* (A) expert, (A) row in expert order, (A) token, (n_expert + 1) offsets */
     float *moe_h;      /* (A, n_ff_exp) gate, then act(gate) * up */
     float *moe_h2;     /* (A, n_ff_exp) up */
     float *moe_y;      /* (A, n_embd) each expert's output for its tokens */
