@@ -38,6 +38,7 @@ BLOCKS: dict[T, tuple[int, int, tuple[int, ...]]] = {
     T.Q4_K: (256, 144, (0, 2)),
     T.Q5_K: (256, 176, (0, 2)),
     T.Q6_K: (256, 210, (208,)),
+    T.IQ4_XS: (256, 136, (0,)),
 }
 FLOATS = (T.F32, T.F16, T.BF16)
 QUANTIZED = tuple(BLOCKS)
@@ -222,7 +223,7 @@ def test_vec_dot_within_budget(lib: Hooks, qtype: T) -> None:
 @pytest.mark.parametrize(
     "qtype",
     (T.F32, T.F16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4,
-     T.Q2_K, T.Q3_K, T.Q4_K, T.Q6_K),
+     T.Q2_K, T.Q3_K, T.Q4_K, T.Q6_K, T.IQ4_XS),
     ids=lambda t: t.name,
 )
 def test_matmul_matches_vec_dot(lib: Hooks, qtype: T) -> None:
@@ -253,7 +254,7 @@ def test_matmul_matches_vec_dot(lib: Hooks, qtype: T) -> None:
 @pytest.mark.parametrize(
     "qtype",
     (T.F32, T.BF16, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4,
-     T.Q2_K, T.Q3_K, T.Q4_K, T.Q6_K),
+     T.Q2_K, T.Q3_K, T.Q4_K, T.Q6_K, T.IQ4_XS),
     ids=lambda t: t.name,
 )
 def test_get_rows(lib: Hooks, qtype: T) -> None:

@@ -48,9 +48,9 @@ static void test_fp16(void) {
 
 static void test_tables(void) {
     static const uint32_t with_kernels[] = {
-        ADIL_WT_F32,  ADIL_WT_F16,  ADIL_WT_BF16, ADIL_WT_Q4_0,   ADIL_WT_Q4_1,
-        ADIL_WT_Q5_0, ADIL_WT_Q5_1, ADIL_WT_Q8_0, ADIL_WT_Q2_K,   ADIL_WT_Q3_K,
-        ADIL_WT_Q4_K, ADIL_WT_Q5_K, ADIL_WT_Q6_K, ADIL_WT_IQ4_NL, ADIL_WT_MXFP4,
+        ADIL_WT_F32,  ADIL_WT_F16,    ADIL_WT_BF16,  ADIL_WT_Q4_0,   ADIL_WT_Q4_1, ADIL_WT_Q5_0,
+        ADIL_WT_Q5_1, ADIL_WT_Q8_0,   ADIL_WT_Q2_K,  ADIL_WT_Q3_K,   ADIL_WT_Q4_K, ADIL_WT_Q5_K,
+        ADIL_WT_Q6_K, ADIL_WT_IQ4_NL, ADIL_WT_MXFP4, ADIL_WT_IQ4_XS,
     };
     for (size_t i = 0; i < sizeof(with_kernels) / sizeof(with_kernels[0]); i++) {
         const adil_wtype_facts *t = adil_wtype_facts_get(with_kernels[i]);

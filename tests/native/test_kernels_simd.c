@@ -40,6 +40,7 @@
 #define MAX_DOT_ERROR_Q4_K   2e-6
 #define MAX_DOT_ERROR_Q5_K   2e-6
 #define MAX_DOT_ERROR_Q6_K   2e-6
+#define MAX_DOT_ERROR_IQ4_XS 2e-6
 
 typedef struct type_case {
     uint32_t type;
@@ -56,7 +57,7 @@ static const type_case CASES[] = {
     {ADIL_WT_Q6_K, MAX_DOT_ERROR_Q6_K, 1, {208, 0}}, {ADIL_WT_Q4_1, MAX_DOT_ERROR_Q4_1, 2, {0, 2}},
     {ADIL_WT_Q5_1, MAX_DOT_ERROR_Q5_1, 2, {0, 2}},   {ADIL_WT_IQ4_NL, MAX_DOT_ERROR_IQ4_NL, 1, {0, 0}},
     {ADIL_WT_MXFP4, MAX_DOT_ERROR_MXFP4, 0, {0, 0}}, {ADIL_WT_Q2_K, MAX_DOT_ERROR_Q2_K, 2, {80, 82}},
-    {ADIL_WT_Q3_K, MAX_DOT_ERROR_Q3_K, 1, {108, 0}},
+    {ADIL_WT_Q3_K, MAX_DOT_ERROR_Q3_K, 1, {108, 0}}, {ADIL_WT_IQ4_XS, MAX_DOT_ERROR_IQ4_XS, 1, {0, 0}},
 };
 #define CASE_Q8_0   3 /* CASES[CASE_Q8_0] */
 #define CASE_Q4_1   9

@@ -45,7 +45,7 @@ static const type_info TYPES[] = {
     {ADIL_WT_Q4_K, 2, {0, 2}},   {ADIL_WT_Q6_K, 1, {208, 0}}, {ADIL_WT_F16, 0, {0, 0}},
     {ADIL_WT_F32, 0, {0, 0}},    {ADIL_WT_Q4_1, 2, {0, 2}},   {ADIL_WT_Q5_1, 2, {0, 2}},
     {ADIL_WT_IQ4_NL, 1, {0, 0}}, {ADIL_WT_MXFP4, 0, {0, 0}},  {ADIL_WT_Q2_K, 2, {80, 82}},
-    {ADIL_WT_Q3_K, 1, {108, 0}},
+    {ADIL_WT_Q3_K, 1, {108, 0}}, {ADIL_WT_IQ4_XS, 1, {0, 0}},
 };
 #define N_TYPES (sizeof TYPES / sizeof TYPES[0])
 
@@ -206,8 +206,8 @@ int main(void) {
              * 272 bytes (17-byte blocks), no multiple of 32 */
             run_case(pools[p], 3, (const int[]){8, 9, 10}, (const int64_t[]){70, 64, 129}, T, false);
             run_case(pools[p], 2, (const int[]){10, 10}, (const int64_t[]){640, 640}, T, true);
-            /* the 16-element sub-block K-quants beside Q4_K (one Q8_K scratch) */
-            run_case(pools[p], 3, (const int[]){11, 12, 3}, (const int64_t[]){70, 40, 17}, T, false);
+            /* the 16-element sub-block K-quants and IQ4_XS beside Q4_K (one Q8_K scratch) */
+            run_case(pools[p], 4, (const int[]){11, 12, 13, 3}, (const int64_t[]){70, 40, 33, 17}, T, false);
             /* gate/up-like with an epilogue */
             run_case(pools[p], 2, (const int[]){1, 1}, (const int64_t[]){2048, 2048}, T, true);
             run_case(pools[p], 2, (const int[]){3, 4}, (const int64_t[]){100, 100}, T, true);

@@ -45,6 +45,7 @@ static const adil_wtype_kernels SCALAR[ADIL_WT_COUNT] = {
     [ADIL_WT_Q4_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q4_K, NULL, adil_vec_dot_q4_K_q8_K, NULL},
     [ADIL_WT_Q5_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q5_K, NULL, adil_vec_dot_q5_K_q8_K, NULL},
     [ADIL_WT_Q6_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q6_K, NULL, adil_vec_dot_q6_K_q8_K, NULL},
+    [ADIL_WT_IQ4_XS] = {ADIL_WT_Q8_K, adil_dequantize_row_iq4_xs, NULL, adil_vec_dot_iq4_xs_q8_K, NULL},
     [ADIL_WT_Q8_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q8_K, adil_quantize_row_q8_K, NULL, NULL},
 };
 
@@ -73,6 +74,7 @@ static const kernel_override AVX2_KERNELS[] = {
     {ADIL_WT_Q4_K, NULL, adil_vec_dot_q4_K_avx2, adil_tile_q4_K_avx2},
     {ADIL_WT_Q5_K, NULL, adil_vec_dot_q5_K_avx2, adil_tile_q5_K_avx2},
     {ADIL_WT_Q6_K, NULL, adil_vec_dot_q6_K_avx2, adil_tile_q6_K_avx2},
+    {ADIL_WT_IQ4_XS, NULL, adil_vec_dot_iq4_xs_avx2, adil_tile_iq4_xs_avx2},
     {ADIL_WT_Q8_K, adil_quantize_row_q8_K_avx2, NULL, NULL},
 };
 
@@ -92,6 +94,7 @@ static const kernel_override AVX512_KERNELS[] = {
     {ADIL_WT_Q4_K, NULL, adil_vec_dot_q4_K_avx512, adil_tile_q4_K_avx512},
     {ADIL_WT_Q5_K, NULL, adil_vec_dot_q5_K_avx512, adil_tile_q5_K_avx512},
     {ADIL_WT_Q6_K, NULL, adil_vec_dot_q6_K_avx512, adil_tile_q6_K_avx512},
+    {ADIL_WT_IQ4_XS, NULL, adil_vec_dot_iq4_xs_avx512, adil_tile_iq4_xs_avx512},
 };
 #endif
 

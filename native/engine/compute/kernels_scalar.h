@@ -49,6 +49,9 @@ float adil_vec_dot_iq4_nl_q8_0(int64_t n, const void *w, const void *a);
 void adil_dequantize_row_mxfp4(const void *src, float *dst, int64_t n);
 void adil_quantize_row_mxfp4(const float *src, void *dst, int64_t n);
 float adil_vec_dot_mxfp4_q8_0(int64_t n, const void *w, const void *a);
+/* IQ4_XS: IQ4_NL's table in 256-element super-blocks, Q8_K activations */
+void adil_dequantize_row_iq4_xs(const void *src, float *dst, int64_t n);
+float adil_vec_dot_iq4_xs_q8_K(int64_t n, const void *w, const void *a);
 
 /* K-quants, 256-element super-blocks (quant_k.c) */
 void adil_dequantize_row_q2_K(const void *src, float *dst, int64_t n);

@@ -1,13 +1,16 @@
 /*
- * quant_codebook.c — the 32-element types whose 4-bit codes index a fixed
- * table of 16 values instead of being levels: IQ4_NL (a non-linear int8
- * table, fp16 scale) and MXFP4 (E2M1 values, E8M0 power-of-two scale).
- * Both pair with Q8_0 activations, as in ggml: the table values are small
- * integers (MXFP4's doubled, see weight_types.h), so a block's dot product is
- * an exact integer sum times the two scales, like Q4_0's.
+ * quant_codebook.c — the types whose 4-bit codes index a fixed table of 16
+ * values instead of being levels: IQ4_NL (a non-linear int8 table, fp16
+ * scale) and MXFP4 (E2M1 values, E8M0 power-of-two scale) in 32-element
+ * blocks with Q8_0 activations, and IQ4_XS (IQ4_NL's table in 256-element
+ * super-blocks with a 6-bit scale per 32 elements) with Q8_K activations, as
+ * in ggml.  The table values are small integers (MXFP4's doubled, see
+ * weight_types.h), so a block's dot product is an exact integer sum times the
+ * scales, like Q4_0's (IQ4_XS: like the K-quants', integer sub-block scales
+ * inside, float scales once per super-block).
  *
  * Nibbles as the legacy types: element j (j < 16) in the low nibble of
- * qs[j], element j + 16 in its high nibble.
+ * qs[j], element j + 16 in its high nibble (IQ4_XS: per 32 elements).
  */
 #include "compute/kernels_scalar.h"
 
@@ -124,6 +127,46 @@ float adil_vec_dot_mxfp4_q8_0(int64_t n, const void *w, const void *a) {
     for (int64_t i = 0; i < n / QK; i++) {
         lookup(x[i].qs, adil_kvalues_mxfp4, v);
         sum += (float)dot_block(y[i].qs, v) * (adil_e8m0_half_to_f32(x[i].e) * adil_fp16_to_f32(y[i].d));
+    }
+    return sum;
+}
+
+/* ---- IQ4_XS: x = d * (ls - 32) * kvalues_iq4nl[q], 8 sub-blocks of 32 ---------- */
+
+/* The scale ls - 32 of sub-block j (see block_iq4_xs). */
+static int scale_iq4_xs(const block_iq4_xs *b, int j) {
+    int low = (b->scales_l[j / 2] >> (4 * (j % 2))) & 0x0F;
+    int high = (b->scales_h >> (2 * j)) & 3;
+    return (low | high << 4) - 32;
+}
+
+void adil_dequantize_row_iq4_xs(const void *src, float *dst, int64_t n) {
+    const block_iq4_xs *b = src;
+    int v[QK];
+    for (int64_t i = 0; i < n / ADIL_QK_K; i++) {
+        float d = adil_fp16_to_f32(b[i].d);
+        for (int j = 0; j < ADIL_QK_K / QK; j++, dst += QK) {
+            float dl = d * (float)scale_iq4_xs(&b[i], j);
+            lookup(b[i].qs + QK / 2 * j, adil_kvalues_iq4nl, v);
+            for (int l = 0; l < QK; l++) {
+                dst[l] = dl * (float)v[l];
+            }
+        }
+    }
+}
+
+float adil_vec_dot_iq4_xs_q8_K(int64_t n, const void *w, const void *a) {
+    const block_iq4_xs *x = w;
+    const block_q8_K *y = a;
+    float sum = 0.0f;
+    int v[QK];
+    for (int64_t i = 0; i < n / ADIL_QK_K; i++) {
+        int dots = 0;
+        for (int j = 0; j < ADIL_QK_K / QK; j++) {
+            lookup(x[i].qs + QK / 2 * j, adil_kvalues_iq4nl, v);
+            dots += scale_iq4_xs(&x[i], j) * dot_block(y[i].qs + QK * j, v);
+        }
+        sum += y[i].d * adil_fp16_to_f32(x[i].d) * (float)dots;
     }
     return sum;
 }

@@ -23,6 +23,7 @@ static const adil_wtype_facts FACTS[ADIL_WT_COUNT] = {
     [ADIL_WT_Q6_K] = {"Q6_K", ADIL_QK_K, sizeof(block_q6_K)},
     [ADIL_WT_Q8_K] = {"Q8_K", ADIL_QK_K, sizeof(block_q8_K)},
     [ADIL_WT_IQ4_NL] = {"IQ4_NL", ADIL_QK, sizeof(block_iq4_nl)},
+    [ADIL_WT_IQ4_XS] = {"IQ4_XS", ADIL_QK_K, sizeof(block_iq4_xs)},
     [ADIL_WT_MXFP4] = {"MXFP4", ADIL_QK, sizeof(block_mxfp4)},
     [ADIL_WT_I8] = {"I8", 1, 1},
     [ADIL_WT_I16] = {"I16", 1, 2},

@@ -37,6 +37,7 @@ enum {
     ADIL_WT_Q6_K = 14,
     ADIL_WT_Q8_K = 15,
     ADIL_WT_IQ4_NL = 20,
+    ADIL_WT_IQ4_XS = 23,
     ADIL_WT_I8 = 24,
     ADIL_WT_I16 = 25,
     ADIL_WT_I32 = 26,
@@ -182,6 +183,19 @@ typedef struct {
     int16_t bsums[ADIL_QK_K / 16];
 } block_q8_K;
 _Static_assert(sizeof(block_q8_K) == 4 + 256 + 32, "block_q8_K size");
+
+/* IQ4_XS: the IQ4_NL table in 256-element super-blocks of 8 sub-blocks of
+ * 32 with a 6-bit scale each: x = d * (ls - 32) * kvalues_iq4nl[q].  ls of
+ * sub-block j: low 4 bits in nibble j % 2 of scales_l[j / 2] (low nibble for
+ * even j), high 2 bits at bit 2j of scales_h.  The codes of sub-block j are
+ * qs[16 j .. 16 j + 15], nibbles as IQ4_NL.  Activations Q8_K. */
+typedef struct {
+    adil_fp16 d;
+    uint16_t scales_h;
+    uint8_t scales_l[ADIL_QK_K / 64];
+    uint8_t qs[ADIL_QK_K / 2];
+} block_iq4_xs;
+_Static_assert(sizeof(block_iq4_xs) == 2 + 2 + 4 + 128, "block_iq4_xs size");
 
 /* ---- facts ------------------------------------------------------------- */
 

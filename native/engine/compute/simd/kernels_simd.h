@@ -50,6 +50,8 @@ void adil_tile_q3_K_avx2(const adil_tile *t);
 void adil_tile_q4_K_avx2(const adil_tile *t);
 void adil_tile_q5_K_avx2(const adil_tile *t);
 void adil_tile_q6_K_avx2(const adil_tile *t);
+float adil_vec_dot_iq4_xs_avx2(int64_t n, const void *w, const void *a);
+void adil_tile_iq4_xs_avx2(const adil_tile *t);
 
 /* ---- AVX-512 F/BW/VL/DQ + VNNI (simd/..._avx512.c) ------------------------- */
 
@@ -82,5 +84,7 @@ void adil_tile_q3_K_avx512(const adil_tile *t);
 void adil_tile_q4_K_avx512(const adil_tile *t);
 void adil_tile_q5_K_avx512(const adil_tile *t);
 void adil_tile_q6_K_avx512(const adil_tile *t);
+float adil_vec_dot_iq4_xs_avx512(int64_t n, const void *w, const void *a);
+void adil_tile_iq4_xs_avx512(const adil_tile *t);
 
 #endif /* ADIL_KERNELS_SIMD_H */

@@ -1,6 +1,6 @@
 /*
- * kquant_avx2.c — the K-quant dot products (Q2_K .. Q6_K with Q8_K
- * activations) compiled for the avx2 level; the cores and their shapes are
+ * kquant_avx2.c — the K-quant dot products (Q2_K .. Q6_K and IQ4_XS with
+ * Q8_K activations) compiled for the avx2 level; the cores and their shapes are
  * in kquant_level.h (shared with the other level).
  */
 #include "compute/simd/kernels_simd.h"
@@ -15,6 +15,8 @@ void adil_tile_q4_K_avx2(const adil_tile *t) { adil_tile_walk(&Q4_K_SHAPES, t); 
 void adil_tile_q5_K_avx2(const adil_tile *t) { adil_tile_walk(&Q5_K_SHAPES, t); }
 
 void adil_tile_q6_K_avx2(const adil_tile *t) { adil_tile_walk(&Q6_K_SHAPES, t); }
+
+void adil_tile_iq4_xs_avx2(const adil_tile *t) { adil_tile_walk(&IQ4_XS_SHAPES, t); }
 
 float adil_vec_dot_q2_K_avx2(int64_t n, const void *w, const void *a) {
     return adil_tile_one_dot(q2_K_one, n, w, a);
@@ -34,4 +36,8 @@ float adil_vec_dot_q5_K_avx2(int64_t n, const void *w, const void *a) {
 
 float adil_vec_dot_q6_K_avx2(int64_t n, const void *w, const void *a) {
     return adil_tile_one_dot(q6_K_one, n, w, a);
+}
+
+float adil_vec_dot_iq4_xs_avx2(int64_t n, const void *w, const void *a) {
+    return adil_tile_one_dot(iq4_xs_one, n, w, a);
 }

@@ -1,6 +1,7 @@
 /*
  * kquant_cores.h — the dot-product cores of the K-quants Q2_K, Q3_K, Q4_K,
- * Q5_K and Q6_K with Q8_K activations, included through kquant_level.h by
+ * Q5_K and Q6_K and of IQ4_XS with Q8_K activations, included through
+ * kquant_level.h by
  * kquant_avx2.c and kquant_avx512.c; the only difference between the two is
  * how an int16 product is accumulated (madd + add, or the fused AVX-512 VNNI
  * vpdpwssd) and how single high bits (Q3_K, Q5_K) are set (shifts, or a byte
@@ -15,7 +16,10 @@
  *   Q4_K / Q5_K: x = d * sc * u - dmin * m  ->  d * sum(sc * u * a)
  *                - dmin * sum(m * bsum), per 32-element sub-block;
  *   Q2_K:        the same per 16-element sub-block;
- *   Q3_K / Q6_K: q = u - 4 / u - 32  ->  sum(sc * u * a) - 4 (32) * sum(sc * bsum).
+ *   Q3_K / Q6_K: q = u - 4 / u - 32  ->  sum(sc * u * a) - 4 (32) * sum(sc * bsum);
+ *   IQ4_XS:      signed table values q, no offset: maddubs takes |q| and
+ *                moves the sign onto the activation (|q| <= 127, a >= -127
+ *                as the Q8_K quantizer writes it, so the negation is exact).
  * Unpacking a super-block is the costly part, so a core keeps one weight row
  * and reuses the unpacked levels for up to KQ_MAX_TOKS tokens.
  */
@@ -263,6 +267,51 @@ ADIL_INLINE void kq_sub16_core(const adil_tile *t, kq_sub16 kind, const int T) {
         }
         for (int k = 0; k < T; k++) {
             acc[k] = kq_sub16_finish(kind, x, scales, kq_sum_chains(dots[k], C), kq_act(t, k, i), acc[k]);
+        }
+    }
+    for (int k = 0; k < T; k++) {
+        t->y[(size_t)k * t->y_stride] = simd_hsum_ps(acc[k]);
+    }
+}
+
+/* ---- IQ4_XS --------------------------------------------------------------------- */
+
+/* The 8 sub-block scales ls - 32 as int16 in both 128-bit halves. */
+ADIL_INLINE __m256i kq_iq4_xs_scales(const block_iq4_xs *x) {
+    __m128i ls = _mm_cvtsi64_si128((long long)adil_kscales_iq4_xs(x->scales_h, x->scales_l));
+    __m128i sc = _mm_sub_epi16(_mm_cvtepu8_epi16(ls), _mm_set1_epi16(32));
+    return _mm256_broadcastsi128_si256(sc);
+}
+
+ADIL_INLINE void kq_iq4_xs_core(const adil_tile *t, const int T) {
+    const int C = KQ_CHAINS_FOR(T);
+    __m256 acc[KQ_MAX_TOKS];
+    for (int k = 0; k < T; k++) {
+        acc[k] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < t->n / ADIL_QK_K; i++) {
+        const block_iq4_xs *x = (const block_iq4_xs *)t->w + i;
+        __m256i scales = kq_iq4_xs_scales(x);
+        __m256i dots[KQ_MAX_TOKS][KQ_CHAINS];
+        for (int k = 0; k < T; k++) {
+            for (int c = 0; c < C; c++) {
+                dots[k][c] = _mm256_setzero_si256();
+            }
+        }
+        for (int j = 0; j < 8; j++) { /* sub-block j: elements 32j .. 32j + 31 */
+            __m256i q = simd_lookup_32(adil_kvalues_iq4nl, x->qs + 16 * j);
+            __m256i mag = _mm256_sign_epi8(q, q);
+            __m256i sc = kq_broadcast_i16(scales, j);
+            for (int k = 0; k < T; k++) {
+                __m256i a = _mm256_loadu_si256((const __m256i *)(kq_act(t, k, i)->qs + 32 * j));
+                __m256i p = _mm256_maddubs_epi16(mag, _mm256_sign_epi8(a, q));
+                dots[k][j % C] = kq_dot_acc(dots[k][j % C], p, sc);
+            }
+        }
+        float d = simd_fp16(x->d);
+        for (int k = 0; k < T; k++) {
+            __m256 dot = _mm256_cvtepi32_ps(kq_sum_chains(dots[k], C));
+            acc[k] = _mm256_fmadd_ps(dot, _mm256_set1_ps(d * kq_act(t, k, i)->d), acc[k]);
         }
     }
     for (int k = 0; k < T; k++) {

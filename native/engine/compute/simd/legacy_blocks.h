@@ -107,23 +107,17 @@ ADIL_INLINE __m256i lg_add_fifth_bits(__m256i levels, uint32_t qh) {
 #endif
 }
 
-/* The 32 values of a block's 4-bit codes in a 16-entry int8 table. */
-ADIL_INLINE __m256i lg_lookup(const int8_t table[16], const uint8_t qs[16]) {
-    __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)table));
-    return _mm256_shuffle_epi8(t, simd_nibbles_32(qs));
-}
-
 /* The signed values of a block, read (Q8_0) or looked up (IQ4_NL, MXFP4). */
 ADIL_INLINE __m256i lg_signed_values(lg_kind kind, const uint8_t *row, int64_t b, float *d) {
     if (kind == LG_IQ4_NL) {
         const block_iq4_nl *x = (const block_iq4_nl *)row + b;
         *d = simd_fp16(x->d);
-        return lg_lookup(adil_kvalues_iq4nl, x->qs);
+        return simd_lookup_32(adil_kvalues_iq4nl, x->qs);
     }
     if (kind == LG_MXFP4) {
         const block_mxfp4 *x = (const block_mxfp4 *)row + b;
         *d = adil_e8m0_half_to_f32(x->e);
-        return lg_lookup(adil_kvalues_mxfp4, x->qs);
+        return simd_lookup_32(adil_kvalues_mxfp4, x->qs);
     }
     const block_q8_0 *x = (const block_q8_0 *)row + b;
     *d = simd_fp16(x->d);

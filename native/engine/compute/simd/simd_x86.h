@@ -44,6 +44,13 @@ ADIL_INLINE __m256i simd_nibbles_32(const uint8_t qs[16]) {
     return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
 }
 
+/* The 32 values of a block's 4-bit codes (nibbles as simd_nibbles_32) in a
+ * 16-entry int8 table (IQ4_NL, IQ4_XS, MXFP4), with one pshufb. */
+ADIL_INLINE __m256i simd_lookup_32(const int8_t table[16], const uint8_t qs[16]) {
+    __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)table));
+    return _mm256_shuffle_epi8(t, simd_nibbles_32(qs));
+}
+
 /* A 32-bit little-endian field from 4 bytes (no alignment needed). */
 ADIL_INLINE uint32_t simd_load_u32(const uint8_t b[4]) {
     uint32_t v;
