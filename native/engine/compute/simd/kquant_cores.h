@@ -58,6 +58,21 @@ ADIL_INLINE __m256i kq_sum_chains(const __m256i chains[KQ_CHAINS], const int C) 
     return s;
 }
 
+ADIL_INLINE void kq_zero_dots(__m256i dots[KQ_MAX_TOKS][KQ_CHAINS], const int T, const int C) {
+    for (int k = 0; k < T; k++) {
+        for (int c = 0; c < C; c++) {
+            dots[k][c] = _mm256_setzero_si256();
+        }
+    }
+}
+
+/* Each token's result: the sum of its float lanes. */
+ADIL_INLINE void kq_store(const adil_tile *t, const __m256 acc[KQ_MAX_TOKS], const int T) {
+    for (int k = 0; k < T; k++) {
+        t->y[(size_t)k * t->y_stride] = simd_hsum_ps(acc[k]);
+    }
+}
+
 /* int16 lane j of each 128-bit half of `v`, in all 16 lanes. */
 ADIL_INLINE __m256i kq_broadcast_i16(__m256i v, int j) {
     return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)((2 * j + 1) << 8 | 2 * j)));
@@ -105,11 +120,7 @@ ADIL_INLINE void kq_k4_core(const adil_tile *t, bool five_bits, const int T) {
         __m256i scales, mins;
         kq_scales_mins(x->scales, &scales, &mins);
         __m256i dots[KQ_MAX_TOKS][KQ_CHAINS];
-        for (int k = 0; k < T; k++) {
-            for (int c = 0; c < C; c++) {
-                dots[k][c] = _mm256_setzero_si256();
-            }
-        }
+        kq_zero_dots(dots, T, C);
         for (int h = 0; h < 4; h++) { /* 64 elements: sub-blocks 2h (low nibbles), 2h + 1 */
             __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
             __m256i lo = _mm256_and_si256(v, low4);
@@ -139,9 +150,7 @@ ADIL_INLINE void kq_k4_core(const adil_tile *t, bool five_bits, const int T) {
             acc[k] = _mm256_fnmadd_ps(msum, _mm256_set1_ps(dmin * y->d), acc[k]);
         }
     }
-    for (int k = 0; k < T; k++) {
-        t->y[(size_t)k * t->y_stride] = simd_hsum_ps(acc[k]);
-    }
+    kq_store(t, acc, T);
 }
 
 /* ---- Q2_K, Q3_K and Q6_K: 16 sub-blocks of 16 -------------------------------- */
@@ -154,7 +163,7 @@ ADIL_INLINE void kq_k4_core(const adil_tile *t, bool five_bits, const int T) {
  *   Q6_K  x = d * sc * (u - 32)       u 0..63, sc int8
  * Chunk c covers elements 32c .. 32c + 31: in Q2_K/Q3_K the 2-bit field
  * c % 4 of qs[32 (c / 4) ..], in Q3_K plus bit c of hmask as the third bit;
- * in Q6_K see kq_sub16_levels. */
+ * in Q6_K see kq_q6_levels. */
 typedef enum { KQ_Q2_K, KQ_Q3_K, KQ_Q6_K } kq_sub16;
 
 ADIL_INLINE size_t kq_sub16_bytes(kq_sub16 kind) {
@@ -251,11 +260,7 @@ ADIL_INLINE void kq_sub16_core(const adil_tile *t, kq_sub16 kind, const int T) {
         const uint8_t *x = t->w + (size_t)i * kq_sub16_bytes(kind);
         __m128i scales = kq_sub16_scales(kind, x);
         __m256i dots[KQ_MAX_TOKS][KQ_CHAINS];
-        for (int k = 0; k < T; k++) {
-            for (int c = 0; c < C; c++) {
-                dots[k][c] = _mm256_setzero_si256();
-            }
-        }
+        kq_zero_dots(dots, T, C);
         for (int c = 0; c < 8; c++) {
             __m256i u = kq_sub16_levels(kind, x, c);
             __m256i sc = kq_chunk_scales(scales, c);
@@ -269,9 +274,7 @@ ADIL_INLINE void kq_sub16_core(const adil_tile *t, kq_sub16 kind, const int T) {
             acc[k] = kq_sub16_finish(kind, x, scales, kq_sum_chains(dots[k], C), kq_act(t, k, i), acc[k]);
         }
     }
-    for (int k = 0; k < T; k++) {
-        t->y[(size_t)k * t->y_stride] = simd_hsum_ps(acc[k]);
-    }
+    kq_store(t, acc, T);
 }
 
 /* ---- IQ4_XS --------------------------------------------------------------------- */
@@ -293,11 +296,7 @@ ADIL_INLINE void kq_iq4_xs_core(const adil_tile *t, const int T) {
         const block_iq4_xs *x = (const block_iq4_xs *)t->w + i;
         __m256i scales = kq_iq4_xs_scales(x);
         __m256i dots[KQ_MAX_TOKS][KQ_CHAINS];
-        for (int k = 0; k < T; k++) {
-            for (int c = 0; c < C; c++) {
-                dots[k][c] = _mm256_setzero_si256();
-            }
-        }
+        kq_zero_dots(dots, T, C);
         for (int j = 0; j < 8; j++) { /* sub-block j: elements 32j .. 32j + 31 */
             __m256i q = simd_lookup_32(adil_kvalues_iq4nl, x->qs + 16 * j);
             __m256i mag = _mm256_sign_epi8(q, q);
@@ -314,9 +313,7 @@ ADIL_INLINE void kq_iq4_xs_core(const adil_tile *t, const int T) {
             acc[k] = _mm256_fmadd_ps(dot, _mm256_set1_ps(d * kq_act(t, k, i)->d), acc[k]);
         }
     }
-    for (int k = 0; k < T; k++) {
-        t->y[(size_t)k * t->y_stride] = simd_hsum_ps(acc[k]);
-    }
+    kq_store(t, acc, T);
 }
 
 #endif /* ADIL_KQUANT_CORES_H */
