@@ -5,9 +5,10 @@
  *
  * Quantized weight rows are multiplied with *activation* rows that were
  * first quantized to the weight type's activation type (vec_dot_type):
- * Q8_0 blocks for the legacy 32-element types (Q8_1, which also carries
- * d * sum(q), for Q4_1 and Q5_1 with their offset m), Q8_K blocks for the
- * 256-element K-quants, plain F32 for F32/F16/BF16 (an exact float path).
+ * Q8_0 blocks for the 32-element types, legacy, IQ4_NL and MXFP4 (Q8_1,
+ * which also carries d * sum(q), for Q4_1 and Q5_1 with their offset m),
+ * Q8_K blocks for the 256-element K-quants and IQ4_XS, plain F32 for
+ * F32/F16/BF16 (an exact float path).
  * This is what ggml does, so our results track llama.cpp.
  *
  * The scalar kernels (kernels_scalar.h) are the reference, written for
