@@ -7,6 +7,15 @@ package and dequantized with ``gguf.quants``, an implementation independent
 of the engine's kernels.
 
     logits = reference_logits("model.gguf", [2, 17, 99])   # (3, n_vocab)
+
+With ``engine_activations=True`` every product with a quantized weight first
+rounds its input as the engine (and llama.cpp) does: to 8 bits per element
+in blocks (Q8_0 for the 32-element types, Q8_K for the 256-element ones),
+written here from the block formats.  A mixture-of-experts router picks its
+experts by comparing scores, so the exact-input reference and the engine
+can choose differently where two scores are within the rounding error (a
+gap of 1e-3 in the tiny qwen3moe files): the comparison is then only fair
+with the engine's rounding.
 """
 
 from __future__ import annotations
@@ -90,6 +99,79 @@ def read_tensors(reader: GGUFReader) -> dict[str, np.ndarray]:
         shape = tuple(int(n) for n in reversed(t.shape))  # GGUF ne is innermost first
         out[t.name] = values.reshape(shape)
     return out
+
+
+# ---- the engine's rounding of activations ---------------------------------------
+
+# Weight types whose activations are Q8_K (256-element blocks); every other
+# quantized type uses Q8_0 (Q8_1 rounds the same way).
+_Q8_K_TYPES = {T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS}
+
+
+def round_q8_0(x: np.ndarray) -> np.ndarray:
+    """x through Q8_0: d = amax / 127 (stored as fp16) per 32, q = round(x / d)
+    half away from zero."""
+    b = np.asarray(x, dtype=np.float32).reshape(*np.shape(x)[:-1], -1, 32)
+    d = np.abs(b).max(axis=-1, keepdims=True) / np.float32(127)
+    inv = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0)
+    v = b * inv
+    q = np.clip(np.sign(v) * np.floor(np.abs(v) + np.float32(0.5)), -127, 127)
+    return (q * d.astype(np.float16).astype(np.float32)).astype(F64).reshape(np.shape(x))
+
+
+def round_q8_k(x: np.ndarray) -> np.ndarray:
+    """x through Q8_K: per 256, m = the element of largest magnitude,
+    q = round(-127 / m * x) half to even, d = 1 / (-127 / m)."""
+    b = np.asarray(x, dtype=np.float32).reshape(*np.shape(x)[:-1], -1, 256)
+    m = np.take_along_axis(b, np.abs(b).argmax(axis=-1)[..., None], axis=-1)
+    iscale = np.divide(np.float32(-127), m, out=np.zeros_like(m), where=m != 0)
+    q = np.clip(np.rint(b * iscale), -128, 127)
+    d = np.divide(np.float32(1), iscale, out=np.zeros_like(m), where=m != 0)
+    return (q * d).astype(F64).reshape(np.shape(x))
+
+
+class _Weight:
+    """A quantized weight whose products round their input first: ``x @ w.T``
+    and ``w[e] @ x`` (an expert of a stacked tensor) work as on the array;
+    other indexing (embedding rows) gives plain values."""
+
+    __array_ufunc__ = None  # so that x @ w comes here instead of to numpy
+
+    def __init__(self, values: np.ndarray, qtype: T) -> None:
+        self.values = values
+        self.round = round_q8_k if qtype in _Q8_K_TYPES else round_q8_0
+        self.qtype = qtype
+
+    @property
+    def T(self) -> _Transposed:  # noqa: N802 (the numpy attribute it stands for)
+        return _Transposed(self)
+
+    def __getitem__(self, key: Any) -> Any:
+        part = self.values[key]
+        if isinstance(key, (int, np.integer)) and part.ndim == 2:
+            return _Weight(part, self.qtype)
+        return part
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        return self.values @ self.round(x)
+
+
+class _Transposed:
+    __array_ufunc__ = None
+
+    def __init__(self, w: _Weight) -> None:
+        self.w = w
+
+    def __rmatmul__(self, x: np.ndarray) -> np.ndarray:
+        return self.w.round(x) @ self.w.values.T
+
+
+def engine_weights(reader: GGUFReader, w: dict[str, np.ndarray]) -> dict[str, Any]:
+    """w with every quantized matrix wrapped to round its inputs as the engine does."""
+    types = {t.name: T(t.tensor_type) for t in reader.tensors}
+    floats = (T.F32, T.F16, T.BF16)
+    return {name: _Weight(v, types[name]) if types[name] not in floats and v.ndim >= 2 else v
+            for name, v in w.items()}
 
 
 # ---- building blocks --------------------------------------------------------------
@@ -218,7 +300,11 @@ def forward(cfg: Config, w: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarra
     return x @ output.T
 
 
-def reference_logits(path: str | Path, ids: np.ndarray | list[int]) -> np.ndarray:
+def reference_logits(path: str | Path, ids: np.ndarray | list[int],
+                     engine_activations: bool = False) -> np.ndarray:
     reader = GGUFReader(str(path))
     cfg = read_config(reader)
-    return forward(cfg, read_tensors(reader), np.asarray(ids, dtype=np.int64))
+    w: dict[str, Any] = read_tensors(reader)
+    if engine_activations:
+        w = engine_weights(reader, w)
+    return forward(cfg, w, np.asarray(ids, dtype=np.int64))

@@ -12,7 +12,10 @@ with
     Q8_K) while the reference multiplies by the exact dequantized weights
     (observed: 1e-3 .. 2e-2).
 The 64-token prompt is longer than the gemma3 files' sliding window (12), so
-local and global layers both matter.
+local and global layers both matter.  Mixture-of-experts files in quantized
+types are compared with the reference that rounds activations as the engine
+does (reference_forward.py says why; observed 1e-7 .. 3e-2, Q5_1 the most:
+its activations' fp16 sums are not rounded by the reference).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ TOL_FLOAT = 1e-5
 TOL_QUANT = 5e-2
 FLOAT_TYPES = (T.F32, T.F16, T.BF16)
 PROMPT_LEN = 64
+MOE_ARCHITECTURES = ("qwen3moe",)
 
 
 @pytest.fixture(scope="module")
@@ -68,18 +72,22 @@ def assert_close(got: np.ndarray, want: np.ndarray, tol: float) -> None:
 
 @pytest.mark.parametrize("qtype", WEIGHT_TYPES, ids=lambda t: t.name)
 @pytest.mark.parametrize("arch", ARCHITECTURES)
-def test_logits_match_reference(engine: adil.Engine, tiny_dir: Path, arch: str,
-                                qtype: T) -> None:
-    if arch == "qwen3moe" and qtype not in FLOAT_TYPES:
-        pytest.skip("mixture of experts: a near-tie of the router flips an expert under quantized "
-                    "activations; needs the activation-quantizing reference")
+def test_logits_match_reference(engine: adil.Engine, tiny_dir: Path, arch: str, qtype: T,
+                                request: pytest.FixtureRequest) -> None:
+    # A router compares scores: the exact-input reference can pick another expert than the
+    # engine where two are within the rounding of the 8-bit activations (reference_forward.py)
+    moe_quant = arch in MOE_ARCHITECTURES and qtype not in FLOAT_TYPES
+    if moe_quant and qtype == T.Q8_0:
+        request.applymarker(pytest.mark.xfail(
+            strict=False, reason="at the AVX2 level Q8_0 files differ from the rounding reference "
+            "by up to 1e-2 before any expert choice (scalar: 1e-7), enough to flip one"))
     path = model_path(tiny_dir, arch, qtype)
     with engine.load_model(path, threads=2, context_length=128) as model:
         assert model.info.architecture == arch
         ids = prompt_ids(model.n_vocab)
         got = model.logits(ids)
     assert got.dtype == np.float32
-    assert_close(got, reference_logits(path, ids), tolerance(qtype))
+    assert_close(got, reference_logits(path, ids, engine_activations=moe_quant), tolerance(qtype))
 
 
 def context_logits(model: adil.Model, ids: np.ndarray, **params: int) -> np.ndarray:
