@@ -70,22 +70,50 @@ def test_host_major_is_checked_by_the_engine(stub_engine: adil.Engine) -> None:
 def test_later_minor_with_appended_fields_is_accepted(
     variant_libraries: dict[str, str], write_script: Callable[..., str]
 ) -> None:
-    """abi2_3 reports ABI 2.3 and every struct 8 bytes larger than this
-    binding's: accepted, it serves this 2.2 host, and the 2.1 fields and 2.2
-    function are used."""
+    """abi2_4 reports ABI 2.4 and every struct 8 bytes larger than this
+    binding's: accepted, it serves this 2.3 host, and the 2.1 and 2.3 fields
+    and 2.2 function are used."""
     from adil._binding import SIZES_2_0, STRUCT_SIZE_FIELDS, ffi
 
-    engine = adil.Engine.open(library=variant_libraries["abi2_3"])
-    assert engine.info.abi == "2.3"
-    assert engine.library.capabilities == ("grammar", "logprobs")
+    engine = adil.Engine.open(library=variant_libraries["abi2_4"])
+    assert engine.info.abi == "2.4"
+    assert engine.library.capabilities == ("grammar", "logprobs", "lookup")
     assert engine.library.has_fields("adil_run_stats", 1)
+    assert engine.library.has_fields("adil_run_stats", 3)
     assert engine.library.has_fields("adil_run_params", 2)
+    assert engine.library.has_fields("adil_run_params", 3)
     assert engine.library.has_function("adil_run_token_logprobs")
     component = engine.library.lib.adil_component()
     for field, struct in STRUCT_SIZE_FIELDS.items():
         assert getattr(component, field) == ffi.sizeof(struct) + 8 > SIZES_2_0[struct]
-    with engine.load_model(write_script({"turns": [{"text": "from 2.3"}]})) as model:
-        assert model.complete("hi").text == "from 2.3"
+    with engine.load_model(write_script({"turns": [{"text": "from 2.4"}] * 2})) as model:
+        assert model.complete("hi").text == "from 2.4"
+        assert model.complete("hi", speculative="lookup").text == "from 2.4"
+
+
+def test_2_2_engine_is_accepted_without_lookup(
+    variant_libraries: dict[str, str], write_script: Callable[..., str]
+) -> None:
+    """abi2_2 reports ABI 2.2, the 2.2 size of adil_run_params and of
+    adil_run_stats the 2.1 one, and no "lookup": accepted, it serves, the 2.3
+    stats read as 0, and speculative="lookup" is refused with CapabilityError
+    before anything is started (the engine would not read the field)."""
+    from adil._binding import SIZES
+
+    engine = adil.Engine.open(library=variant_libraries["abi2_2"])
+    library = engine.library
+    assert engine.info.abi == "2.2"
+    assert library.capabilities == ("grammar", "logprobs")
+    assert library.has_fields("adil_run_params", 2)
+    assert not library.has_fields("adil_run_params", 3)
+    assert not library.has_fields("adil_run_stats", 3)
+    assert library.sizes["adil_run_params"] < SIZES[3]["adil_run_params"]
+    with engine.load_model(write_script({"turns": [{"text": "from 2.2"}] * 2})) as model:
+        with pytest.raises(adil.CapabilityError, match="lookup"):
+            model.complete("hi", speculative="lookup")
+        completion = model.complete("hi", logprobs=1)
+        assert completion.text == "from 2.2"
+        assert (completion.stats.drafted_tokens, completion.stats.draft_accepted) == (0, 0)
 
 
 def test_2_1_engine_is_accepted_without_the_2_2_function(

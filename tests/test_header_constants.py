@@ -97,6 +97,8 @@ def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> No
     assert LAST_FIELDS[1] == {"adil_component_info": "capabilities",
                               "adil_run_stats": "grammar_ms"}
     assert LAST_FIELDS[2] == {"adil_run_params": "n_logprobs"}
+    assert LAST_FIELDS[3] == {"adil_run_params": "speculative",
+                              "adil_run_stats": "n_draft_accepted"}
     for minor, fields in LAST_FIELDS.items():
         for struct in fields:
             assert SIZES[minor][struct] == compiled[f"2.{minor} {struct}"], (minor, struct)
@@ -104,9 +106,11 @@ def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> No
             if minor:
                 assert SIZES[minor][struct] > max(
                     size.get(struct, 0) for m, size in SIZES.items() if m < minor)
-    assert SIZES[1]["adil_run_stats"] == ffi.sizeof("adil_run_stats")
+    assert SIZES[1]["adil_run_stats"] == ffi.offsetof("adil_run_stats", "grammar_ms") + 8
     assert SIZES[1]["adil_component_info"] == ffi.sizeof("adil_component_info")
     assert SIZES[2]["adil_run_params"] == ffi.offsetof("adil_run_params", "n_logprobs") + 4
+    assert SIZES[3]["adil_run_params"] == ffi.sizeof("adil_run_params")
+    assert SIZES[3]["adil_run_stats"] == ffi.sizeof("adil_run_stats")
 
 
 def test_functions_of_later_minors_are_marked() -> None:
@@ -121,8 +125,8 @@ def test_functions_of_later_minors_are_marked() -> None:
 
 
 def test_engines_report_this_minor_and_their_capabilities() -> None:
-    for path, capabilities in ((adil.STUB_LIBRARY, ("grammar", "logprobs")),
-                               (adil.ENGINE_LIBRARY, ("grammar", "logits", "logprobs"))):
+    for path, capabilities in ((adil.STUB_LIBRARY, ("grammar", "logprobs", "lookup")),
+                               (adil.ENGINE_LIBRARY, ("grammar", "logits", "logprobs", "lookup"))):
         library = open_library(path)
         assert (library.abi_major, library.abi_minor) == (
             CONSTANTS["ADIL_ABI_MAJOR"], CONSTANTS["ADIL_ABI_MINOR"])
@@ -130,6 +134,8 @@ def test_engines_report_this_minor_and_their_capabilities() -> None:
         assert library.has_fields("adil_component_info", 1)
         assert library.has_fields("adil_run_stats", 1)
         assert library.has_fields("adil_run_params", 2)
+        assert library.has_fields("adil_run_params", 3)
+        assert library.has_fields("adil_run_stats", 3)
         assert library.has_function("adil_run_token_logprobs")
 
 

@@ -4,7 +4,7 @@
  * Build-time variants (test-only, see CMakeLists.txt) change only what the
  * version handshake reports:
  *   STUB_ABI_MAJOR / STUB_ABI_MINOR   the ABI version reported (default adil.h's);
- *                                     a minor before 2.2 or 2.1 also reports the
+ *                                     a minor before 2.3, 2.2 or 2.1 also reports the
  *                                     sizes and capabilities an engine of that
  *                                     minor has (no fields or capabilities of a
  *                                     later one) and reads no later field
@@ -41,11 +41,14 @@
 #    define STUB_SIZE_SHORT 0
 #endif
 
-/* The sizes of the structs that 2.1 and 2.2 appended to, and the
+/* The sizes of the structs that 2.1, 2.2 and 2.3 appended to, and the
  * capabilities, as the reported minor has them. */
 #if STUB_ABI_MINOR == 0
 #    define STUB_SIZEOF_COMPONENT_INFO ADIL_SIZE_2_0_COMPONENT_INFO
 #    define STUB_SIZEOF_RUN_STATS      ADIL_SIZE_2_0_RUN_STATS
+#elif STUB_ABI_MINOR < 3
+#    define STUB_SIZEOF_COMPONENT_INFO sizeof(adil_component_info)
+#    define STUB_SIZEOF_RUN_STATS      ADIL_SIZE_2_1_RUN_STATS
 #else
 #    define STUB_SIZEOF_COMPONENT_INFO sizeof(adil_component_info)
 #    define STUB_SIZEOF_RUN_STATS      sizeof(adil_run_stats)
@@ -53,9 +56,12 @@
 #if STUB_ABI_MINOR < 2
 #    define STUB_SIZEOF_RUN_PARAMS ADIL_SIZE_2_0_RUN_PARAMS
 #    define STUB_CAPABILITIES      "grammar"
+#elif STUB_ABI_MINOR == 2
+#    define STUB_SIZEOF_RUN_PARAMS ADIL_SIZE_2_2_RUN_PARAMS
+#    define STUB_CAPABILITIES      "grammar,logprobs"
 #else
 #    define STUB_SIZEOF_RUN_PARAMS sizeof(adil_run_params)
-#    define STUB_CAPABILITIES      "grammar,logprobs"
+#    define STUB_CAPABILITIES      "grammar,logprobs,lookup"
 #endif
 
 /* The byte-level vocabulary: ids 0..255 are bytes, then two specials. */

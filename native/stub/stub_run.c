@@ -49,6 +49,14 @@ static adil_status check_arguments(const int32_t *prompt, size_t n_prompt, const
     if (p->n_logprobs > ADIL_MAX_LOGPROBS)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_start: n_logprobs: expected 0..%d, got %u",
                          ADIL_MAX_LOGPROBS, p->n_logprobs);
+    /* The stub's output is its script's: lookup decoding (which never changes
+     * what a run produces) has nothing to speed up, so a valid value is taken
+     * and changes nothing. */
+    if (p->speculative > ADIL_SPECULATIVE_LOOKUP)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_run_start: speculative: expected ADIL_SPECULATIVE_NONE (0) or "
+                         "ADIL_SPECULATIVE_LOOKUP (1), got %u",
+                         p->speculative);
     if (p->n_stop_tokens > STUB_MAX_STOP_TOKENS || (p->n_stop_tokens > 0 && p->stop_tokens == NULL))
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "adil_run_start: stop_tokens expected at most %u ids in a non-NULL array, got %zu%s",

@@ -276,6 +276,7 @@ def chat(
     cancel: CancelToken | None = None,
     logprobs: int | None = None,
     chat_template: str | None = None,
+    speculative: Literal["lookup"] | None = None,
 ) -> ChatResponse | ChatStream:
     """One assistant turn for `messages` (see the module docstring and
     ``Model.chat``): a :class:`ChatResponse`, or with ``stream=True`` a
@@ -314,6 +315,8 @@ def chat(
         options["constraint"] = constraint
     if logprobs is not None:
         options["logprobs"] = logprobs
+    if speculative is not None:
+        options["speculative"] = speculative
     if stop_ids and _accepts(model.generate, "stop_tokens"):
         options["stop_tokens"] = stop_ids
     generation = model.generate(ids, **options)

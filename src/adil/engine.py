@@ -61,6 +61,10 @@ MAX_CONTEXT_LENGTH = 1 << 20
 MAX_LOGPROBS = int(CONSTANTS["ADIL_MAX_LOGPROBS"])
 # The engine capability that logprobs= needs (ABI 2.2).
 LOGPROBS = "logprobs"
+# speculative= -> the adil_speculative value and the engine capability it needs (ABI 2.3).
+SPECULATIVE: dict[str, tuple[int, str]] = {
+    "lookup": (int(ffi.typeof("adil_speculative").relements["ADIL_SPECULATIVE_LOOKUP"]), "lookup"),
+}
 
 
 @dataclass(frozen=True)
@@ -452,6 +456,7 @@ class Model:
         constraint: Constraint | None = None,
         logprobs: int | None = None,
         stop_tokens: Sequence[int] | npt.NDArray[np.int32] = (),
+        speculative: Literal["lookup"] | None = None,
     ) -> Generation:
         """Starts a generation and returns its stream of pieces.
 
@@ -463,7 +468,8 @@ class Model:
 
         Raises BusyError, ModelNotReadyError, ContextLengthError,
         CapabilityError (n != 1, images, schema or constraint without grammar
-        support, logprobs without logprobs support), ToolSchemaError (a
+        support, logprobs without logprobs support, speculative="lookup"
+        without lookup support), ToolSchemaError (a
         schema outside the subset, with ``.location``), InvalidArgumentError
         at once; DeadlineError (``limit`` read or total) and
         OutputValidationError (output invalid, not matching the schema or
@@ -480,6 +486,7 @@ class Model:
                                   min_p=min_p, seed=seed, repeat_penalty=repeat_penalty)
         timeout = as_timeout(timeout) or Timeout()
         n_logprobs = self._check_logprobs(logprobs)
+        speculation = self._check_speculative(speculative)
         extra_stops = token_ids("stop_tokens", stop_tokens)
         output = None if schema is None else output_schema(schema)
         if output is not None and constraint is not None:
@@ -502,7 +509,25 @@ class Model:
         ids = self.tokenize(prompt) if isinstance(prompt, (str, bytes)) else token_ids(
             "prompt", prompt)
         return self._start(ids, _RunOptions(limit, chosen, timeout, cancel, stops, ignore_eos,
-                                            extra_stops, n_logprobs), _Output(constraint, output))
+                                            extra_stops, n_logprobs, speculation),
+                           _Output(constraint, output))
+
+    def _check_speculative(self, speculative: str | None) -> int:
+        """The adil_speculative value of `speculative` (None: 0), checked
+        against the engine's capabilities."""
+        if speculative is None:
+            return 0
+        if speculative not in SPECULATIVE:
+            raise InvalidArgumentError(
+                f"speculative: expected None or one of {', '.join(map(repr, SPECULATIVE))}, "
+                f"got {speculative!r}")
+        value, capability = SPECULATIVE[speculative]
+        if capability not in self.capabilities or not self._library.has_fields(
+                "adil_run_params", 3):
+            raise CapabilityError(
+                f"the engine {self.engine.info.engine_name} has no {speculative} decoding "
+                f"(its capabilities: {', '.join(self.capabilities) or 'none'})")
+        return value
 
     def _check_logprobs(self, logprobs: int | None) -> int | None:
         """`logprobs` checked (None, or 0..MAX_LOGPROBS) against the engine's
@@ -541,6 +566,8 @@ class Model:
         params.total_timeout_ms = milliseconds("timeout.total", options.timeout.total)
         params.read_timeout_ms = milliseconds("timeout.read", options.timeout.read)
         params.ignore_eos = int(bool(options.ignore_eos))
+        if options.speculative:  # never set for an engine before 2.3 (it reads no such field)
+            params.speculative = options.speculative
         keep.append(params)
         with self._calls:
             self._reap()
@@ -715,6 +742,7 @@ class _RunOptions:
     ignore_eos: bool
     stop_tokens: npt.NDArray[np.int32]
     logprobs: int | None
+    speculative: int = 0  # adil_speculative
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,10 @@ class Stats:
     # spent on token masks and advancing the grammar.
     forced_tokens: int = 0
     grammar_ms: float = 0.0
+    # ABI 2.3 (0 from an earlier engine): tokens a speculative run
+    # (speculative="lookup") drafted and verified, and how many of them it kept.
+    drafted_tokens: int = 0
+    draft_accepted: int = 0
 
     @property
     def prefill_tokens_per_s(self) -> float:
@@ -313,11 +317,15 @@ class Generation(Iterator[Piece]):
             text, self._held = text[:-keep], text[-keep:]
         return text, False
 
-    def _stats_2_1(self, raw: Any) -> dict[str, Any]:
-        """The run stats fields of ABI 2.1, when the engine's struct has them."""
+    def _stats_later(self, raw: Any) -> dict[str, Any]:
+        """The run stats fields of ABI 2.1 and 2.3, when the engine's struct has them."""
         if not self._model._library.has_fields("adil_run_stats", 1):
             return {}
-        return {"forced_tokens": int(raw.n_forced_tokens), "grammar_ms": float(raw.grammar_ms)}
+        fields = {"forced_tokens": int(raw.n_forced_tokens), "grammar_ms": float(raw.grammar_ms)}
+        if self._model._library.has_fields("adil_run_stats", 3):
+            fields.update(drafted_tokens=int(raw.n_drafted),
+                          draft_accepted=int(raw.n_draft_accepted))
+        return fields
 
     def _read_stats(self) -> Any:
         """The run's adil_run_stats so far (the run must be live)."""
@@ -333,7 +341,7 @@ class Generation(Iterator[Piece]):
             n_generated=raw.n_generated,
             prefill_ms=raw.prefill_ms,
             decode_ms=raw.decode_ms,
-            **self._stats_2_1(raw),
+            **self._stats_later(raw),
         )
 
     def live_stats(self) -> Stats:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -93,6 +93,11 @@ class GenerateOptions(SamplingOptions, total=False):
     stop_tokens: Sequence[int] | npt.NDArray[np.int32]
     """Default ``()``: token ids that end the generation as end-of-text
     does (the chat layer's end-of-turn tokens)."""
+    speculative: Literal["lookup"] | None
+    """Default None.  ``"lookup"``: lookup (prompt n-gram) decoding, faster
+    where the output copies from the prompt (extraction, edits); the output
+    is the same as without it (greedy: token for token; sampled: the same
+    distribution).  Needs the engine capability ``lookup``."""
 
 
 class BaseChatOptions(SamplingOptions, total=False):
@@ -127,6 +132,8 @@ class ChatOptions(BaseChatOptions, total=False):
     """Default None: a :class:`~adil.CancelToken` of the model's engine."""
     logprobs: int | None
     """Default None: as ``generate``'s ``logprobs``."""
+    speculative: Literal["lookup"] | None
+    """Default None: as ``generate``'s ``speculative``."""
     chat_template: str | None
     """Default None: the model's template (see :mod:`adil.chat_templates`
     for which one); else a Jinja template string used instead."""

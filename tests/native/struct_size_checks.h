@@ -12,8 +12,8 @@
  *     struct (a canary after a larger caller's struct stays), the first
  *     bytes agree with a plain call, and struct_size stays the caller's;
  *   - the handshake (check_component): the engine is of adil.h's minor and
- *     reports structs that hold every field of that minor, and the 2.1 and
- *     2.2 size macros are the size through the field that minor appended last.
+ *     reports structs that hold every field of that minor, and the 2.1, 2.2
+ *     and 2.3 size macros are the size through the field that minor appended last.
  * Uses test_stub_api.h's CHECK_STATUS; include that first, after defining
  * _DEFAULT_SOURCE (for MAP_ANONYMOUS).
  */
@@ -277,8 +277,16 @@ _Static_assert(ADIL_SIZE_2_2_RUN_PARAMS == offsetof(adil_run_params, n_logprobs)
                "ADIL_SIZE_2_2_RUN_PARAMS ends at n_logprobs");
 _Static_assert(ADIL_SIZE_2_0_RUN_PARAMS <= offsetof(adil_run_params, n_logprobs),
                "2.2 appends n_logprobs after every 2.0 field");
+_Static_assert(ADIL_SIZE_2_3_RUN_PARAMS == offsetof(adil_run_params, speculative) + sizeof(uint32_t),
+               "ADIL_SIZE_2_3_RUN_PARAMS ends at speculative");
+_Static_assert(ADIL_SIZE_2_2_RUN_PARAMS <= offsetof(adil_run_params, speculative),
+               "2.3 appends speculative after every 2.2 field");
+_Static_assert(ADIL_SIZE_2_3_RUN_STATS == offsetof(adil_run_stats, n_draft_accepted) + sizeof(uint32_t),
+               "ADIL_SIZE_2_3_RUN_STATS ends at n_draft_accepted");
+_Static_assert(ADIL_SIZE_2_1_RUN_STATS <= offsetof(adil_run_stats, n_drafted),
+               "2.3 appends n_drafted after every 2.1 field");
 
-/* The engine is of this header's minor; its structs hold the 2.1 and 2.2
+/* The engine is of this header's minor; its structs hold the 2.1, 2.2 and 2.3
  * fields and its capabilities are `capabilities`. */
 static inline void check_component(const stub_api *api, const char *capabilities) {
     CHECK(api->abi_version() == ADIL_ABI_VERSION);
@@ -290,7 +298,8 @@ static inline void check_component(const stub_api *api, const char *capabilities
     CHECK(info->abi_major == ADIL_ABI_MAJOR && info->abi_minor == ADIL_ABI_MINOR);
     CHECK(info->struct_size >= ADIL_SIZE_2_1_COMPONENT_INFO);
     CHECK(info->size_run_stats >= ADIL_SIZE_2_1_RUN_STATS);
-    CHECK(info->size_run_params >= ADIL_SIZE_2_2_RUN_PARAMS);
+    CHECK(info->size_run_params >= ADIL_SIZE_2_3_RUN_PARAMS);
+    CHECK(info->size_run_stats >= ADIL_SIZE_2_3_RUN_STATS);
     CHECK(info->capabilities != NULL && strcmp(info->capabilities, capabilities) == 0);
 }
 

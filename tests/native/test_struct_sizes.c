@@ -100,7 +100,7 @@ static void test_cpu_engine(void) {
         test_failures++;
         return;
     }
-    check_component(&api, "grammar,logits,logprobs");
+    check_component(&api, "grammar,logits,logprobs,lookup");
     check_struct_sizes(&api, path);
     unlink(path);
 }

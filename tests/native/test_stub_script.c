@@ -14,16 +14,16 @@
     "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
 
 static void test_handshake(const stub_api *api) {
-    CHECK(api->abi_version() == ADIL_MAKE_VERSION(2, 2));
+    CHECK(api->abi_version() == ADIL_MAKE_VERSION(2, 3));
     const adil_component_info *info = api->component();
     CHECK(info != NULL);
     CHECK(info->struct_size == sizeof *info);
-    CHECK(info->abi_major == 2 && info->abi_minor == 2 && info->host_major_accepted == 2);
+    CHECK(info->abi_major == 2 && info->abi_minor == 3 && info->host_major_accepted == 2);
     CHECK(strcmp(info->engine_name, "adil-stub") == 0);
     CHECK(strcmp(info->engine_version, "0.1.0") == 0);
     CHECK(strcmp(info->backends, "stub") == 0);
     CHECK(strcmp(info->cpu_features, "") == 0);
-    CHECK(strcmp(info->capabilities, "grammar,logprobs") == 0);
+    CHECK(strcmp(info->capabilities, "grammar,logprobs,lookup") == 0);
     CHECK(info->size_host_info == sizeof(adil_host_info));
     CHECK(info->size_engine_params == sizeof(adil_engine_params));
     CHECK(info->size_model_params == sizeof(adil_model_params));

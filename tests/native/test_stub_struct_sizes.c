@@ -10,7 +10,7 @@
 int main(void) {
     stub_api api;
     if (!stub_api_open(&api, ADIL_STUB_LIBRARY)) return 1;
-    check_component(&api, "grammar,logprobs");
+    check_component(&api, "grammar,logprobs,lookup");
     check_struct_sizes(&api, ADIL_TEST_DATA_DIR "/stub_basic.json");
     stub_api_close(&api);
     return test_report("test_stub_struct_sizes");

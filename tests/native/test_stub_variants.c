@@ -2,9 +2,10 @@
  * test_stub_variants.c — the deliberately mismatched stub variants (built
  * with -DADIL_TEST_VARIANTS=ON next to libadil_stub.so) report what they are
  * meant to: ABI 1.0 and 3.0, a missing adil_run_step, a size_run_params 8
- * bytes smaller than 2.0, and a refusal of a major-2 host; and the three that
- * are to be accepted serve this host: a 2.3 handshake (a later minor) with
- * 8 bytes appended to every struct, a 2.1 handshake without the 2.2 field
+ * bytes smaller than 2.0, and a refusal of a major-2 host; and the four that
+ * are to be accepted serve this host: a 2.4 handshake (a later minor) with
+ * 8 bytes appended to every struct, a 2.2 handshake without the 2.3 field
+ * (no lookup), a 2.1 handshake without the 2.2 field
  * and function (no logprobs), and a 2.0 handshake whose structs end before
  * the 2.1 fields.  Variants that were not built are reported as skipped.
  */
@@ -85,27 +86,63 @@ static void test_short_struct(void) {
     dlclose(handle);
 }
 
-/* Reports ABI 2.3 and every struct 8 bytes larger (appended fields of a
+/* Reports ABI 2.4 and every struct 8 bytes larger (appended fields of a
  * later minor); this host opens it with its own structs and it generates. */
-static void test_abi2_3(void) {
+static void test_abi2_4(void) {
     char path[600];
-    if (!variant_path("abi2_3", path, sizeof path)) return;
+    if (!variant_path("abi2_4", path, sizeof path)) return;
     stub_api api;
     if (!stub_api_open(&api, path)) {
         test_failures++;
         return;
     }
     const adil_component_info *info = api.component();
-    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 3));
-    CHECK(info->abi_major == 2 && info->abi_minor == 3);
+    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 4));
+    CHECK(info->abi_major == 2 && info->abi_minor == 4);
     CHECK(info->size_run_params == sizeof(adil_run_params) + 8);
     CHECK(info->size_model_info == sizeof(adil_model_info) + 8);
     CHECK(info->size_host_info == sizeof(adil_host_info) + 8);
     CHECK(info->size_run_stats == sizeof(adil_run_stats) + 8);
     CHECK(info->struct_size >= ADIL_SIZE_2_1_COMPONENT_INFO);
-    CHECK(strcmp(info->capabilities, "grammar,logprobs") == 0);
+    CHECK(strcmp(info->capabilities, "grammar,logprobs,lookup") == 0);
     CHECK(api.run_token_logprobs != NULL);
     check_serves(&api);
+    stub_api_close(&api);
+}
+
+/* Reports ABI 2.2 and the 2.2 size of adil_run_params (before speculative),
+ * without "lookup", as an engine built before 2.3; it ignores a speculative
+ * value it does not know (one a 2.3 engine refuses), and serves. */
+static void test_abi2_2(void) {
+    char path[600];
+    if (!variant_path("abi2_2", path, sizeof path)) return;
+    stub_api api;
+    if (!stub_api_open(&api, path)) {
+        test_failures++;
+        return;
+    }
+    const adil_component_info *info = api.component();
+    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 2));
+    CHECK(info->size_run_params == ADIL_SIZE_2_2_RUN_PARAMS);
+    CHECK(info->size_run_params < ADIL_SIZE_2_3_RUN_PARAMS);
+    CHECK(info->size_run_stats == ADIL_SIZE_2_1_RUN_STATS);
+    CHECK(strcmp(info->capabilities, "grammar,logprobs") == 0);
+    CHECK(api.run_token_logprobs != NULL);
+    adil_engine *engine = test_open_engine(&api);
+    adil_model *model = NULL;
+    CHECK_STATUS(&api, test_load_data(&api, engine, "stub_basic.json", &model), ADIL_OK);
+    adil_context *ctx = model ? test_new_context(&api, model, 0) : NULL;
+    adil_run_params params;
+    api.run_default_params(&params);
+    params.speculative = ADIL_SPECULATIVE_LOOKUP + 1; /* past what a 2.2 engine reads */
+    adil_run *run = NULL;
+    if (ctx != NULL) CHECK_STATUS(&api, test_start(&api, ctx, &params, &run), ADIL_OK);
+    test_output out;
+    if (run != NULL) test_drain(&api, run, 64, &out);
+    api.run_free(run);
+    api.context_free(ctx);
+    api.model_free(model);
+    api.engine_close(engine);
     stub_api_close(&api);
 }
 
@@ -188,7 +225,8 @@ int main(void) {
     test_abi_versions();
     test_missing_symbol();
     test_short_struct();
-    test_abi2_3();
+    test_abi2_4();
+    test_abi2_2();
     test_abi2_1();
     test_abi2_0();
     test_refuses_host();

@@ -51,7 +51,7 @@ static void component_init(void) {
     detect_cpu_features(cpu_feature_list, sizeof cpu_feature_list);
     adil_component_fill(&component_info, ADIL_ABI_MAJOR, ADIL_ABI_MINOR, ADIL_HOST_MAJOR,
                         ADIL_CPU_ENGINE_NAME, ADIL_CPU_ENGINE_VERSION, "cpu", cpu_feature_list,
-                        "grammar,logits,logprobs");
+                        "grammar,logits,logprobs,lookup");
 }
 
 const char *adil_cpu_features(void) {

@@ -40,10 +40,21 @@
  * time (the head of the batch first), so that every forced token's row is
  * computed too; forced tokens after which nothing is sampled are then
  * evaluated as well, all but the last.
+ *
+ * A run started with speculative = ADIL_SPECULATIVE_LOOKUP and no grammar
+ * (api/run_lookup.h) evaluates the pending token together with a draft from
+ * the prompt and output so far, and samples the rows of that pass one by one
+ * through the same path as a plain run (sample_row): stop tokens, max_tokens,
+ * logprobs, cancellation and deadlines are checked per token, and the cache
+ * is cut back to the tokens verified (ctx->n_past) before each token is
+ * drawn, so a run that stops mid-draft leaves only its real tokens cached.
+ * A grammar run does not draft: the text its grammar forces is already
+ * evaluated as one batch, and the tokens it samples need a mask per position.
  */
 #include "engine_internal.h"
 #include "api/run_grammar.h"
 #include "api/run_logprobs.h"
+#include "api/run_lookup.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +86,7 @@ struct adil_run {
     size_t n_queue;
     bool logits_ready; /* ctx->logits are the next position's: sample, do not evaluate */
     run_logprobs lp;   /* lp.k == 0: the run keeps no logprobs */
+    run_lookup lk;     /* lk.on: lookup decoding (never with a grammar) */
 };
 
 /* ---- stop conditions -------------------------------------------------------- */
@@ -137,6 +149,11 @@ static adil_status check_start(adil_context *ctx, const int32_t *prompt, size_t 
     if (p->n_logprobs > ADIL_MAX_LOGPROBS)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_run_start: n_logprobs: expected 0..%d, got %u",
                          ADIL_MAX_LOGPROBS, p->n_logprobs);
+    if (p->speculative > ADIL_SPECULATIVE_LOOKUP)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_run_start: speculative: expected ADIL_SPECULATIVE_NONE (0) or "
+                         "ADIL_SPECULATIVE_LOOKUP (1), got %u",
+                         p->speculative);
     if (p->n_stop_tokens && !p->stop_tokens)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "adil_run_start: stop_tokens is NULL but n_stop_tokens is %zu", p->n_stop_tokens);
@@ -178,6 +195,9 @@ static adil_status build_run(adil_run *run, adil_context *ctx, const int32_t *pr
     run->n_prompt = (uint32_t)n_prompt;
     for (uint32_t i = 0; i < run->n_prompt; i++) adil_sampler_accept(run->sampler, prompt[i]);
     st = run_logprobs_init(&run->lp, p->n_logprobs, ctx->model->tf.hp.n_vocab);
+    if (st == ADIL_OK)
+        st = run_lookup_init(&run->lk, p->speculative == ADIL_SPECULATIVE_LOOKUP && !p->grammar, prompt,
+                             n_prompt, ctx->n_ctx, ctx->model->tf.hp.n_vocab);
     if (st != ADIL_OK || !p->grammar) return st;
     st = run_grammar_new(p->grammar, ctx->model, &run->grammar);
     if (st != ADIL_OK) return st;
@@ -399,7 +419,94 @@ static adil_status next_token_grammar(adil_run *run, int32_t *tok) {
     return sample_grammar(run, tok);
 }
 
+/* ---- lookup runs --------------------------------------------------------------- */
+
+/* The rows of the next position: the pending token and a draft evaluated in
+ * one pass into lk->rows, or (no draft) the plain single-token pass into
+ * ctx->logits.  *row is the pending token's row. */
+static adil_status advance_lookup(adil_run *run, float **row) {
+    run_lookup *lk = &run->lk;
+    adil_context *ctx = run->ctx;
+    lk->n_batch = lk->at = 0;
+    size_t max = lk->budget;
+    /* The pending token goes first; check_start keeps it inside the window. */
+    const size_t room = ctx->n_ctx > ctx->n_past ? ctx->n_ctx - ctx->n_past - 1 : 0;
+    const size_t left = run->max_tokens - run->stats.n_generated - 1; /* the last row's token is free */
+    if (max > room) max = room;
+    if (max > left) max = left;
+    if (max > ctx->n_batch - 1) max = ctx->n_batch - 1;
+    const size_t n_draft = run_lookup_draft(lk->hist, lk->n_hist, max, lk->batch + 1);
+    *row = ctx->logits;
+    if (n_draft == 0) return advance(run);
+    lk->batch[0] = run->pending;
+    lk->pos0 = ctx->n_past;
+    const double t0 = adil_now_ms();
+    const adil_status st = adil_context_eval(ctx, lk->batch, n_draft + 1, lk->rows, stop_hook, run);
+    run->stats.decode_ms += adil_now_ms() - t0;
+    if (st != ADIL_OK) return st;
+    run->stats.n_drafted += (uint32_t)n_draft;
+    lk->n_batch = n_draft + 1;
+    ctx->n_past = lk->pos0 + 1; /* only the pending token is verified yet */
+    *row = lk->rows;
+    return ADIL_OK;
+}
+
+/* The row to sample next: a verified one left from the last pass (the cache
+ * is cut back to the tokens verified through it), else a new pass's first. */
+static adil_status next_row(adil_run *run, float **row) {
+    run_lookup *lk = &run->lk;
+    if (lk->at < lk->n_batch) {
+        run->ctx->n_past = lk->pos0 + (uint32_t)lk->at + 1;
+        *row = lk->rows + lk->at * (size_t)lk->n_vocab;
+        return ADIL_OK;
+    }
+    if (!run->prefilled) {
+        *row = run->ctx->logits;
+        return advance(run);
+    }
+    return advance_lookup(run, row);
+}
+
+/* After token t was drawn from row lk->at: when it is the drafted token that
+ * follows, it is already cached (and the next row is its successor's);
+ * otherwise it is the pending token and the pass is over. */
+static void settle_lookup(adil_run *run, int32_t t) {
+    run_lookup *lk = &run->lk;
+    run_lookup_push(lk, t);
+    if (lk->at >= lk->n_batch) return; /* a plain pass: t is pending */
+    const size_t next = lk->at + 1;
+    if (next < lk->n_batch && lk->batch[next] == t) {
+        run->ctx->n_past++;
+        run->stats.n_draft_accepted++;
+        run->pending = -1;
+        lk->at = next;
+        return;
+    }
+    run_lookup_adapt(lk, lk->n_batch - 1, lk->at);
+    lk->at = lk->n_batch;
+}
+
 /* ---- the step ------------------------------------------------------------------ */
+
+/* Draws the next token from `row` (the raw logits of its position, which the
+ * sampler may change): the stop token check, logprobs, the sampler's history.
+ * *tok stays -1 when the run ended. */
+static adil_status sample_row(adil_run *run, float *row, int32_t *tok) {
+    const double t0 = adil_now_ms();
+    if (run->lp.k) run_logprobs_keep_row(&run->lp, row);
+    const int32_t t = adil_sampler_sample(run->sampler, row);
+    /* The first token belongs to the prompt's time (time to first token). */
+    *(run->stats.n_generated == 0 ? &run->stats.prefill_ms : &run->stats.decode_ms) += adil_now_ms() - t0;
+    if (is_stop_token(run, t)) return finish(run, ADIL_STOP_END_OF_TEXT, ADIL_OK);
+    adil_status st;
+    if (run->lp.k && (st = run_logprobs_add(&run->lp, run->lp.row, t)) != ADIL_OK)
+        return finish(run, ADIL_STOP_ERROR, st);
+    adil_sampler_accept(run->sampler, t);
+    run->pending = t;
+    run->stats.n_generated++;
+    *tok = t;
+    return ADIL_OK;
+}
 
 /* Produces one token into *tok, or returns the status that ends the run
  * (ADIL_OK with *tok = -1 when it ended normally). */
@@ -410,24 +517,14 @@ static adil_status next_token(adil_run *run, int32_t *tok) {
     if (st != ADIL_OK) return finish(run, run->pending_reason, st);
     if (run->stats.n_generated >= run->max_tokens) return finish(run, ADIL_STOP_MAX_TOKENS, ADIL_OK);
 
-    st = advance(run);
+    float *row = run->ctx->logits;
+    st = run->lk.on ? next_row(run, &row) : advance(run);
     if (st == ADIL_STATUS_CANCELLED || st == ADIL_STATUS_DEADLINE)
         return finish(run, run->pending_reason, st);
     if (st != ADIL_OK) return finish(run, ADIL_STOP_ERROR, st);
-
-    const double t0 = adil_now_ms();
-    if (run->lp.k) run_logprobs_keep_row(&run->lp, run->ctx->logits);
-    const int32_t t = adil_sampler_sample(run->sampler, run->ctx->logits);
-    /* The first token belongs to the prompt's time (time to first token). */
-    *(run->stats.n_generated == 0 ? &run->stats.prefill_ms : &run->stats.decode_ms) += adil_now_ms() - t0;
-    if (is_stop_token(run, t)) return finish(run, ADIL_STOP_END_OF_TEXT, ADIL_OK);
-    if (run->lp.k && (st = run_logprobs_add(&run->lp, run->lp.row, t)) != ADIL_OK)
-        return finish(run, ADIL_STOP_ERROR, st);
-    adil_sampler_accept(run->sampler, t);
-    run->pending = t;
-    run->stats.n_generated++;
-    *tok = t;
-    return ADIL_OK;
+    st = sample_row(run, row, tok);
+    if (*tok >= 0 && run->lk.on) settle_lookup(run, *tok);
+    return st;
 }
 
 ADIL_API adil_status adil_run_step(adil_run *run, int32_t *tokens, size_t capacity, size_t *n_tokens) {
@@ -486,6 +583,7 @@ ADIL_API void adil_run_free(adil_run *run) {
     adil_sampler_free(run->sampler);
     run_grammar_free(run->grammar);
     run_logprobs_free(&run->lp);
+    run_lookup_free(&run->lk);
     free(run->batch);
     free(run->prompt);
     free(run->stop_tokens);

@@ -40,6 +40,9 @@
  *    adil_run_stats.n_forced_tokens and .grammar_ms (ADIL_SIZE_2_1_RUN_STATS).
  *  - 2.2: adil_run_params.n_logprobs (ADIL_SIZE_2_2_RUN_PARAMS) and the
  *    function adil_run_token_logprobs (capability "logprobs").
+ *  - 2.3: adil_run_params.speculative (ADIL_SIZE_2_3_RUN_PARAMS): lookup
+ *    (prompt n-gram) decoding (capability "lookup"); adil_run_stats.n_drafted
+ *    and .n_draft_accepted (ADIL_SIZE_2_3_RUN_STATS).
  *    A function appended in minor N is marked, as appended fields are, by a
  *    comment of its own, 2.N, before its description.  A host resolves it
  *    only from an engine whose minor is >= N (an engine of an earlier minor
@@ -91,7 +94,7 @@ extern "C" {
 #define ADIL_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
 #define ADIL_ABI_MAJOR 2
-#define ADIL_ABI_MINOR 2
+#define ADIL_ABI_MINOR 3
 /* Packs and unpacks the (major << 16) | minor form of adil_abi_version(). */
 #define ADIL_MAKE_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor) & 0xFFFFu))
 #define ADIL_VERSION_MAJOR(v)           (((uint32_t)(v)) >> 16)
@@ -477,10 +480,29 @@ typedef struct adil_run_params {
     uint32_t n_logprobs; /* 0 = off; 1..ADIL_MAX_LOGPROBS: keep each generated token's
                             log-probability and this many most likely alternatives
                             (adil_run_token_logprobs).  Needs the "logprobs" capability */
+    /* 2.3 */
+    uint32_t speculative; /* adil_speculative; ADIL_SPECULATIVE_NONE (0) = off.  Needs the
+                             "lookup" capability for ADIL_SPECULATIVE_LOOKUP */
 } adil_run_params;
 
 #define ADIL_SIZE_2_0_RUN_PARAMS ADIL_SIZE_THROUGH(adil_run_params, ignore_eos)
 #define ADIL_SIZE_2_2_RUN_PARAMS ADIL_SIZE_THROUGH(adil_run_params, n_logprobs)
+#define ADIL_SIZE_2_3_RUN_PARAMS ADIL_SIZE_THROUGH(adil_run_params, speculative)
+
+/* How a run may guess tokens ahead and verify them (adil_run_params.speculative).
+ * Speculation never changes what a run produces: the sampler draws every token
+ * from the model's own distribution at its position exactly as without it
+ * (at temperature 0 the same tokens; with the same seed the same draws), and
+ * every token goes through the same stop, grammar, max_tokens, logprobs,
+ * cancellation and deadline checks; only the time per token changes.
+ *   ADIL_SPECULATIVE_LOOKUP  prompt n-gram lookup: the engine finds the latest
+ *     earlier occurrence of the last few tokens in prompt + output, proposes the
+ *     tokens that followed it there, and evaluates them in one batch with the
+ *     last token; the run keeps the drafted tokens the sampler agrees with.
+ *     Fast where the output copies from the prompt (extraction, edits, code).
+ *     A run with a grammar does not draft (its forced text is evaluated as a
+ *     batch anyway). */
+typedef enum adil_speculative { ADIL_SPECULATIVE_NONE = 0, ADIL_SPECULATIVE_LOOKUP = 1 } adil_speculative;
 
 /* The largest adil_run_params.n_logprobs. */
 #define ADIL_MAX_LOGPROBS 20
@@ -505,10 +527,14 @@ typedef struct adil_run_stats {
     uint32_t n_forced_tokens; /* output tokens the grammar forced (appended without sampling,
                                  evaluated as a batch) */
     double grammar_ms;        /* time spent computing token masks and advancing the grammar */
+    /* 2.3 */
+    uint32_t n_drafted;        /* tokens a speculative run drafted and evaluated to verify them */
+    uint32_t n_draft_accepted; /* of those, the ones the sampler drew too (output tokens) */
 } adil_run_stats;
 
 #define ADIL_SIZE_2_0_RUN_STATS ADIL_SIZE_THROUGH(adil_run_stats, decode_ms)
 #define ADIL_SIZE_2_1_RUN_STATS ADIL_SIZE_THROUGH(adil_run_stats, grammar_ms)
+#define ADIL_SIZE_2_3_RUN_STATS ADIL_SIZE_THROUGH(adil_run_stats, n_draft_accepted)
 
 /* Starts a generation that continues `prompt` on `ctx`.  The context keeps
  * the longest common prefix of its cache and evaluates the rest (prefill
@@ -517,9 +543,11 @@ typedef struct adil_run_stats {
  * ADIL_STATUS_MODEL_NOT_READY, ADIL_STATUS_CONTEXT_LENGTH (message with both
  * numbers) when n_prompt + max_tokens exceeds the window,
  * ADIL_STATUS_INVALID_ARGUMENT for an empty prompt, an id out of range or
- * n_logprobs over ADIL_MAX_LOGPROBS, ADIL_STATUS_CAPABILITY for n_logprobs > 0
- * on an engine without "logprobs" (one of an earlier minor ignores the field:
- * a host checks the capability first),
+ * n_logprobs over ADIL_MAX_LOGPROBS or a speculative value that is not an
+ * adil_speculative, ADIL_STATUS_CAPABILITY for n_logprobs > 0 on an engine
+ * without "logprobs" or speculative = ADIL_SPECULATIVE_LOOKUP on one without
+ * "lookup" (one of an earlier minor ignores the field: a host checks the
+ * capability first),
  * ADIL_STATUS_IO when a mapped model's file changed since load (use_mmap).
  * The prompt is copied.  Free *out with adil_run_free. */
 ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, size_t n_prompt,

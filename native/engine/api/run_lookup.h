@@ -1,0 +1,62 @@
+/*
+ * run_lookup.h — lookup (prompt n-gram) decoding for a run started with
+ * speculative = ADIL_SPECULATIVE_LOOKUP (run.c uses it).
+ *
+ * A draft is the continuation of the latest earlier occurrence of the last
+ * few tokens of prompt + output.  run.c evaluates the pending token and the
+ * draft in one forward pass with every row of logits kept, then samples each
+ * row in turn exactly as a plain run samples its single row; while the token
+ * drawn equals the next drafted one, that token is already in the cache and
+ * the next row is the next position's.  The first token that differs (or the
+ * one drawn from the last row) becomes the pending token, and the cache is
+ * cut back to what was verified.  Drawing every token from the target's own
+ * row, in order, with the same sampler state, is what keeps the output's
+ * distribution (and, with the same seed, the draws) those of a plain run.
+ * Not thread-safe: one run, one thread.
+ */
+#ifndef ADIL_API_RUN_LOOKUP_H
+#define ADIL_API_RUN_LOOKUP_H
+
+#include "engine_internal.h"
+
+/* The most drafted tokens evaluated at once (the batch is one more). */
+#define RUN_LOOKUP_MAX_DRAFT 16
+/* The n-gram lengths matched, longest first.  Single tokens are not matched:
+ * in free text they recur everywhere and their drafts mostly fail. */
+#define RUN_LOOKUP_NGRAM_MAX 4
+#define RUN_LOOKUP_NGRAM_MIN 2
+
+typedef struct run_lookup {
+    bool on;
+    int64_t n_vocab;
+    int32_t *hist; /* (cap_hist) prompt + output so far, the pending token last */
+    size_t n_hist, cap_hist;
+    int32_t batch[RUN_LOOKUP_MAX_DRAFT + 1]; /* the pending token, then the draft */
+    size_t n_batch;                          /* tokens of the last verifying pass */
+    size_t at;                               /* the next row to sample; at == n_batch: none left */
+    uint32_t pos0;                           /* the cache position of batch[0] */
+    uint32_t budget;                         /* drafted tokens to ask for next: 1..RUN_LOOKUP_MAX_DRAFT */
+    float *rows; /* (RUN_LOOKUP_MAX_DRAFT + 1, n_vocab) logits after each batch token */
+} run_lookup;
+
+/* Turns lookup on (on = false: stays off, nothing allocated) for a run whose
+ * prompt + output holds at most cap_hist tokens; the prompt is the history. */
+adil_status run_lookup_init(run_lookup *lk, bool on, const int32_t *prompt, size_t n_prompt, size_t cap_hist,
+                            int64_t n_vocab);
+void run_lookup_free(run_lookup *lk);
+
+/* Appends an output token to the history. */
+void run_lookup_push(run_lookup *lk, int32_t token);
+
+/* The continuation of the latest earlier occurrence of the last n tokens of
+ * hist[0..n_hist) (n from RUN_LOOKUP_NGRAM_MAX down to RUN_LOOKUP_NGRAM_MIN,
+ * the longest that occurs wins), at most `max` tokens, into draft; returns
+ * how many (0: no occurrence). */
+size_t run_lookup_draft(const int32_t *hist, size_t n_hist, size_t max, int32_t *draft);
+
+/* Adapts the draft budget to how a pass went: all drafted tokens accepted
+ * doubles it, none halves it (a failed draft costs a wider pass for one
+ * token), anything between keeps it. */
+void run_lookup_adapt(run_lookup *lk, size_t drafted, size_t accepted);
+
+#endif /* ADIL_API_RUN_LOOKUP_H */
