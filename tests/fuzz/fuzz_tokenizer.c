@@ -1,5 +1,5 @@
 /*
- * fuzz_tokenizer.c — any text through five fixed tokenizers (text/tokenizer.h).
+ * fuzz_tokenizer.c — any text through eleven fixed tokenizers (text/tokenizer.h).
  *
  * The vocabularies are built once, in memory, the way a GGUF's
  * tokenizer.ggml.* arrays describe them:
@@ -10,13 +10,16 @@
  *   2  byte-level BPE ("gpt2", pre "llama-bpe"): the 256 byte tokens, ranked
  *      merges that spell a word list, llama-3 control tokens, EOS added;
  *   3  the same vocabulary with the "qwen2" pre-tokenizer;
- *   4  the same vocabulary with the "smollm" pre-tokenizer.
+ *   4..10  the same with "gpt-4o", "tekken", "deepseek-llm", "smollm",
+ *      "deepseek-coder", "deepseek-v3" and "phi-2".
  *
- * Input: byte 0 chooses the tokenizer (bits 0-1; 3 with bit 5 set is 4),
- * parse_special (bit 2) and add_bos (bits 3-4: -1, 0, 1, -1); the rest is
- * the text.
+ * Input: byte 0 chooses the tokenizer ((bits 5-7) * 4 + (bits 0-1), modulo
+ * 11: a byte below 0x20 picks 0..3, 0x23 smollm), parse_special (bit 2) and
+ * add_bos (bits 3-4: -1, 0, 1, -1); the rest is the text.
  *
  * Invariants per input:
+ *  - the pre-tokenizer's words cover the text's code points exactly, none
+ *    empty;
  *  - tokenize succeeds; asking again with the room it asked for gives the
  *    same count, and a half-size buffer gets the same first ids;
  *  - every id is in [0, n_vocab); BOS first / EOS last exactly when asked;
@@ -109,6 +112,10 @@ static const char *const k_words[] = {
     "don't",
     "2024",
     "caf\xc3\xa9",
+    "HELLO",
+    "World",
+    "ÉCOLE",
+    "中文",
     "na\xc3\xafve",
     "\303\274ber",
     "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",             /* 日本語 */
@@ -233,9 +240,9 @@ static void build_bpe(vocab *v, adil_tokenizer_desc *d) {
     d->n_merges = v->n_merges;
 }
 
-/* ---- the five tokenizers ------------------------------------------------------- */
+/* ---- the tokenizers ------------------------------------------------------------- */
 
-enum { N_TOKENIZERS = 5 };
+enum { N_TOKENIZERS = 11 };
 static vocab g_vocab[2];
 static adil_tokenizer *g_tok[N_TOKENIZERS];
 
@@ -270,8 +277,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     g_tok[0] = make(&g_vocab[0], spm, NULL, 1, -1);
     g_tok[1] = make(&g_vocab[0], spm, NULL, 0, -1);
     g_tok[2] = make(&g_vocab[1], bpe, "llama-bpe", -1, 1);
-    g_tok[3] = make(&g_vocab[1], bpe, "qwen2", -1, -1);
-    g_tok[4] = make(&g_vocab[1], bpe, "smollm", -1, -1);
+    static const char *const more_pre[] = {"qwen2",  "gpt-4o",         "tekken",      "deepseek-llm",
+                                           "smollm", "deepseek-coder", "deepseek-v3", "phi-2"};
+    for (size_t i = 0; i < sizeof more_pre / sizeof more_pre[0]; i++) {
+        g_tok[3 + i] = make(&g_vocab[1], bpe, more_pre[i], -1, -1);
+    }
     return 0;
 }
 
@@ -403,13 +413,34 @@ static void check_round_trip(const adil_tokenizer_info *info, const char *text, 
     free(got.data);
 }
 
+/* The pre-tokenizer's words partition the decoded text: no word is empty
+ * and their lengths add up to the code point count. */
+static void check_words(const adil_tokenizer *tok, const char *text, size_t len) {
+    uint32_t *cps = malloc((len ? len : 1) * sizeof *cps);
+    size_t *lens = malloc((len ? len : 1) * sizeof *lens);
+    REQUIRE(cps != NULL && lens != NULL);
+    size_t n = 0, n_words = 0, total = 0;
+    for (size_t pos = 0; pos < len;) {
+        cps[n++] = adil_utf8_decode((const uint8_t *)text, len, &pos);
+    }
+    adil_pretokenize(tok->pretok, cps, n, lens, &n_words);
+    REQUIRE(n_words <= n);
+    for (size_t w = 0; w < n_words; w++) {
+        REQUIRE(lens[w] > 0);
+        total += lens[w];
+    }
+    REQUIRE(total == n);
+    free(cps);
+    free(lens);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) {
         return 0;
     }
-    const int which = (data[0] & 3) == 3 && (data[0] & 0x20) ? 4 : data[0] & 3;
+    const int which = (((data[0] >> 5) & 7) * 4 + (data[0] & 3)) % N_TOKENIZERS;
     const adil_tokenizer *tok = g_tok[which];
     int32_t special = (data[0] >> 2) & 1;
     static const int32_t bos_modes[4] = {-1, 0, 1, -1};
@@ -422,6 +453,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bool want_bos = add_bos == 1 || (add_bos < 0 && info.add_bos);
     bool want_eos = add_bos != 0 && info.add_eos;
 
+    if (!info.is_spm) {
+        check_words(tok, text, len);
+    }
     size_t n = 0;
     int32_t *ids = tokenize(tok, text, len, add_bos, special, &n);
     REQUIRE(n >= (size_t)want_bos + (size_t)want_eos);

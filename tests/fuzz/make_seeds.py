@@ -172,9 +172,10 @@ def write_gguf_seeds(out: Path) -> None:
 
 # ---- tokenizer ---------------------------------------------------------------------
 
-# (flags byte, text): flags bits 0-1 tokenizer (0/1 SentencePiece with/without
-# the space prefix, 2 llama-bpe, 3 qwen2, or smollm with bit 5), bit 2
-# parse_special, bits 3-4 add_bos.
+# (flags byte, text): flags (bits 5-7) * 4 + (bits 0-1) choose the tokenizer,
+# modulo 11 (0/1 SentencePiece with/without the space prefix, 2 llama-bpe,
+# 3 qwen2, 4 gpt-4o, 5 tekken, 6 deepseek-llm, 7 smollm, 8 deepseek-coder,
+# 9 deepseek-v3, 10 phi-2), bit 2 parse_special, bits 3-4 add_bos.
 TOKENIZER_SEEDS = {
     "spm_plain": (0x00, "Hello world, the model is tiny."),
     "spm_turns": (0x04, "<start_of_turn>user\nhello<end_of_turn>\n<start_of_turn>model\n"),
@@ -186,6 +187,15 @@ TOKENIZER_SEEDS = {
     "bpe_unicode": (0x1A, " caf\u00e9\t\u65e5\u672c\u8a9e\r\n\U0001F600<tool_call>"),
     "qwen_digits": (0x03, "12345 67 8 and 3.14159 they're 'we'll'"),
     "smollm_digits": (0x23, "x 12345 it's IT'S a  b\n\n c ?! 3.14\t"),
+    "gpt4o_cases": (0x20, "HELLOworld helloWORLD \u00c9COLE \u00e9cole DON'T don't "
+                          "x//\n\n/y e\u0301 12345 \u0391\u03b8\u03ae\u03bd\u03b1"),
+    "tekken_cases": (0x29, "McDONALD's iPhone XMLHttpRequest 2024\u3000full\u3000width \u01c5emal"),
+    "deepseek_llm_mixed": (0x22, "Hello, World!\n  123 \u4e2d\u6587 \uff01\u3001 "
+                                 "\u2018q\u2019 \u10a0\u10d0 \U00010400 ab  "),
+    "deepseek_coder_code": (0x40, "def f(x):\r\n    return x+1  # \u6ce8\u91ca\n\uac00\ub098"),
+    "deepseek_v3_marks": (0x41, "#include <stdio.h> \u0928\u092e\u0938\u094d\u0924\u0947 "
+                                "\u65e5\u672c\u8a9e\u30c6\u30ad\u30b9\u30c8 1234567 \u200d\u0301x"),
+    "phi2_blanks": (0x42, "a  b\t\tc \u00a0 \u2028 \x0b\x0c \x1c\x1d it's 123"),
 }
 TOKENIZER_BYTES_SEEDS = {
     "invalid_utf8": bytes([0x07])

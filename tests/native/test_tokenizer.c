@@ -5,12 +5,15 @@
  *    prefix, byte fallback, control / user-defined tokens, BOS/EOS, pieces;
  *  - byte-level BPE ("gpt2"): rank order, the llama-3, qwen2 and smollm
  *    pre-tokenizers (digit groups, contractions, blanks), llama-3's whole-word
- *    shortcut, invalid UTF-8, pieces; smollm's word split on its own;
+ *    shortcut, invalid UTF-8, pieces; the word splits of smollm, gpt-2,
+ *    gpt-4o, tekken and the deepseek family on their own (llama.cpp's ids for
+ *    all of them: tests/test_pretokenizers_llamacpp.py);
  *  - the contract: capacity and n_needed, NULL arguments, unknown models.
  */
 #include "text/tokenizer.h"
 #include "test_util.h"
 #include "text/tokenizer_internal.h"
+#include "text/unicode.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,9 +283,9 @@ static void test_contract(void) {
     CHECK(adil_tokenizer_new(&d, &bad) == ADIL_STATUS_CAPABILITY && bad == NULL);
     CHECK(strstr(adil_last_error(), "t5") != NULL);
     d.model = "gpt2";
-    d.pre = "deepseek-coder";
+    d.pre = "chameleon";
     CHECK(adil_tokenizer_new(&d, &bad) == ADIL_STATUS_CAPABILITY);
-    CHECK(strstr(adil_last_error(), "deepseek-coder") != NULL);
+    CHECK(strstr(adil_last_error(), "chameleon") != NULL);
     d.model = NULL;
     CHECK(adil_tokenizer_new(&d, &bad) == ADIL_STATUS_INVALID_ARGUMENT);
     CHECK(adil_tokenizer_new(NULL, &bad) == ADIL_STATUS_INVALID_ARGUMENT);
@@ -405,8 +408,47 @@ static void test_bpe(const char *pre, pre_kind kind) {
     adil_tokenizer_free(tok);
 }
 
-/* smollm's words (as HF's Digits(individual) + ByteLevel split them), "|"
- * between words in the expected column. */
+/* The words of `text` (UTF-8) under `kind`, "|" between them. */
+static void words_of(adil_pretok kind, const char *text, char *out, size_t cap) {
+    uint32_t cps[128];
+    size_t lens[128], n = 0, n_words = 0, len = strlen(text);
+    for (size_t pos = 0; pos < len && n < 128;) {
+        cps[n++] = adil_utf8_decode((const uint8_t *)text, len, &pos);
+    }
+    adil_pretokenize(kind, cps, n, lens, &n_words);
+    size_t k = 0, at = 0;
+    for (size_t w = 0; w < n_words; w++) {
+        if (w > 0 && k + 1 < cap) {
+            out[k++] = '|';
+        }
+        for (size_t j = 0; j < lens[w] && at < n; j++) {
+            uint8_t enc[4];
+            size_t m = adil_utf8_encode(cps[at++], enc);
+            if (k + m < cap) {
+                memcpy(out + k, enc, m);
+                k += m;
+            }
+        }
+    }
+    out[k] = '\0';
+    CHECK(at == n);
+}
+
+/* Table-driven splits: cases[i] = {text, its words with "|" between}. */
+static void check_words(adil_pretok kind, const char *name, const char *const (*cases)[2], size_t n_cases) {
+    for (size_t c = 0; c < n_cases; c++) {
+        char got[512];
+        words_of(kind, cases[c][0], got, sizeof got);
+        if (strcmp(got, cases[c][1]) != 0) {
+            fprintf(stderr, "%s split of case %zu: expected \"%s\", got \"%s\"\n", name, c, cases[c][1], got);
+        }
+        CHECK(strcmp(got, cases[c][1]) == 0);
+    }
+}
+
+#define CHECK_WORDS(kind, cases) check_words(kind, #kind, cases, sizeof cases / sizeof cases[0])
+
+/* smollm's words (as HF's Digits(individual) + ByteLevel split them). */
 static void test_smollm_words(void) {
     static const char *const cases[][2] = {
         {"Hello world! 123", "Hello| world|!| |1|2|3"},
@@ -418,29 +460,74 @@ static void test_smollm_words(void) {
         {" ?! ...x", " ?!| ...|x"},     /* punctuation with its leading space */
         {"don't", "don|'t"},
     };
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        uint32_t cps[64];
-        size_t lens[64], n = 0, n_words = 0;
-        for (const char *p = cases[c][0]; *p; p++) {
-            cps[n++] = (uint8_t)*p; /* ASCII only */
-        }
-        adil_pretokenize(ADIL_PRETOK_SMOLLM, cps, n, lens, &n_words);
-        char got[160];
-        size_t k = 0, at = 0;
-        for (size_t w = 0; w < n_words; w++) {
-            if (w > 0) {
-                got[k++] = '|';
-            }
-            for (size_t j = 0; j < lens[w]; j++) {
-                got[k++] = (char)cps[at++];
-            }
-        }
-        got[k] = '\0';
-        if (strcmp(got, cases[c][1]) != 0) {
-            fprintf(stderr, "smollm split of case %zu: expected \"%s\", got \"%s\"\n", c, cases[c][1], got);
-        }
-        CHECK(strcmp(got, cases[c][1]) == 0 && at == n);
-    }
+    CHECK_WORDS(ADIL_PRETOK_SMOLLM, cases);
+}
+
+/* GPT-2's pattern alone (gpt-2, phi-2): digits stay in one run. */
+static void test_gpt2_words(void) {
+    static const char *const cases[][2] = {
+        {"Hello world's 123!!", "Hello| world|'s| 123|!!"},
+        {"IT'S", "IT|'|S"},
+        {"x  12", "x| | 12"},
+    };
+    CHECK_WORDS(ADIL_PRETOK_GPT2, cases);
+}
+
+/* o200k (gpt-4o): upper* lower+ | upper+ lower*, where a non-ASCII letter
+ * counts as both and A-Z / a-z only as one; contractions stay on the word. */
+static void test_gpt4o_words(void) {
+    static const char *const cases[][2] = {
+        {"HELLOworld hello", "HELLOworld| hello"},
+        {"helloWORLD", "hello|WORLD"},
+        /* "ÉCOLE": upper* gives back É (non-ASCII, so also lower), the
+         * rest is upper+; " école": é is upper, "cole" lower. */
+        {"ÉCOLE école", "É|COLE| école"},
+        {"don't DON'T", "don't| DON'T"},
+        {"12345", "123|45"},
+        {"a\n/\nb", "a|\n|/\n|b"}, /* '/' and line breaks after punctuation */
+        {"x//\n\n/y", "x|//\n\n/|y"},
+        {"e\u0301", "e|\u0301"}, /* a combining mark is no letter */
+        {"a  b", "a| | b"},
+    };
+    CHECK_WORDS(ADIL_PRETOK_GPT4O, cases);
+}
+
+/* tekken: the same without contractions, digits one by one. */
+static void test_tekken_words(void) {
+    static const char *const cases[][2] = {
+        {"HELLOworld helloWORLD", "HELLOworld| hello|WORLD"},
+        {"don't", "don|'t"},
+        {"12345", "1|2|3|4|5"},
+    };
+    CHECK_WORDS(ADIL_PRETOK_TEKKEN, cases);
+}
+
+/* deepseek-llm: line breaks; letters of the cased scripts (with a blank
+ * before); ASCII punctuation, which takes letters too (":-~"); blanks at a
+ * piece's end; CJK; numbers. */
+static void test_deepseek_llm_words(void) {
+    static const char *const cases[][2] = {
+        {"Hello, World!\n  123 中文", "Hello|,| World|!|\n|  |123| |中文"},
+        {"ab  ", "ab|  "},
+    };
+    CHECK_WORDS(ADIL_PRETOK_DEEPSEEK_LLM, cases);
+}
+
+/* deepseek-coder: \s?\p{L}+ and \s?\p{P}+ words, CJK, single digits. */
+static void test_deepseek_coder_words(void) {
+    static const char *const cases[][2] = {
+        {"Hello, world! 12 中文\n", "Hello|,| world|!| |1|2| |中文|\n"},
+    };
+    CHECK_WORDS(ADIL_PRETOK_DEEPSEEK_CODER, cases);
+}
+
+/* deepseek-v3: digit groups of three, CJK and kana runs, then words. */
+static void test_deepseek_v3_words(void) {
+    static const char *const cases[][2] = {
+        {"Hello, world! 12345 日本語テキスト", "Hello|,| world|!| |123|45| |日本語テキスト"},
+        {"#include <stdio.h>", "#include| <|stdio|.h|>"},
+    };
+    CHECK_WORDS(ADIL_PRETOK_DEEPSEEK_V3, cases);
 }
 
 int main(void) {
@@ -451,5 +538,11 @@ int main(void) {
     test_bpe("qwen2", PRE_QWEN2);
     test_bpe("smollm", PRE_SMOLLM);
     test_smollm_words();
+    test_gpt2_words();
+    test_gpt4o_words();
+    test_tekken_words();
+    test_deepseek_llm_words();
+    test_deepseek_coder_words();
+    test_deepseek_v3_words();
     return test_report("test_tokenizer");
 }

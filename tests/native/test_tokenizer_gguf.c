@@ -300,8 +300,8 @@ static void test_refusals(void) {
     expect_refused(f, ADIL_STATUS_MODEL_FORMAT, "tokenizer.ggml.merges", __LINE__);
     free(m.buf);
 
-    f = bpe_image(&m, "gpt2", "deepseek-llm", true);
-    expect_refused(f, ADIL_STATUS_CAPABILITY, "deepseek-llm", __LINE__);
+    f = bpe_image(&m, "gpt2", "chameleon", true);
+    expect_refused(f, ADIL_STATUS_CAPABILITY, "chameleon", __LINE__);
     free(m.buf);
 
     f = bpe_image(&m, "gpt2", NULL, true);

@@ -6,8 +6,8 @@
  * written as GPT-2's printable code points (byte 0x20 ' ' becomes U+0120
  * 'Ġ', ...), the alphabet the vocabulary and merges are written in.  Within
  * a word, adjacent symbols merge lowest merge rank first (ties: leftmost)
- * with merge.c's loop, the rank as the cost; llama-3's pre-tokenizer also
- * takes a whole word that is a token as is ("ignore merges").
+ * with merge.c's loop, the rank as the cost; some pre-tokenizers (llama-3,
+ * tekken) also take a whole word that is a token as is ("ignore merges").
  */
 #include "text/tokenizer_internal.h"
 #include "text/unicode.h"
@@ -112,7 +112,7 @@ static adil_status tokenize_word(const adil_tokenizer *tok, bpe_work *w, const u
     if (st != ADIL_OK) {
         return st;
     }
-    if (tok->pretok == ADIL_PRETOK_LLAMA3) {
+    if (tok->ignore_merges) {
         int32_t id = adil_vocab_find(tok, w->word, len);
         if (id >= 0) {
             return adil_ids_push(out, id); /* ignore_merges: a whole-word token wins */

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Generate unicode_tables.h: the code-point classes the BPE pre-tokenizers need.
 
-The llama-3 and qwen2 pre-tokenizer patterns only ask three questions of a code
-point: is it a letter (\\p{L}), a number (\\p{N}), or white space (\\s)?  This
-script writes the letter/number answer as a sorted list of ranges (start code
-point and class packed into one uint32, binary-searched at run time) and the
-white-space answer as a short list (the Unicode White_Space property).
+The pre-tokenizer patterns ask of a code point: its general category group
+(letter \\p{L}, number \\p{N}, punctuation \\p{P}, mark \\p{M}, symbol \\p{S},
+or none of these) and whether it is white space (\\s).  This script writes the
+category answer as a sorted list of ranges (start code point and class packed
+into one uint32, binary-searched at run time) and the white-space answer as a
+short list (the Unicode White_Space property).  These are llama.cpp's
+unicode_cpt_flags categories exactly (checked code point by code point against
+its unicode-data.cpp).
 
 Unicode version: 15.1, the one llama.cpp's tables are generated from, so that
 our pre-tokenizer splits text exactly as it does.  Python 3.13 ships 15.1.0:
@@ -21,10 +24,21 @@ import unicodedata
 UNICODE_VERSION = "15.1.0"
 MAX_CODEPOINT = 0x110000
 
-# Classes stored in the low 2 bits of each range entry.
+# Classes stored in the low 3 bits of each range entry.
 CLASS_OTHER = 0
 CLASS_LETTER = 1
 CLASS_NUMBER = 2
+CLASS_PUNCTUATION = 3
+CLASS_MARK = 4
+CLASS_SYMBOL = 5
+CLASS_BITS = 3
+_CLASS_OF_GROUP = {
+    "L": CLASS_LETTER,
+    "N": CLASS_NUMBER,
+    "P": CLASS_PUNCTUATION,
+    "M": CLASS_MARK,
+    "S": CLASS_SYMBOL,
+}
 
 # The Unicode White_Space property (PropList.txt); Python's str.isspace() is
 # different (it adds U+001C..U+001F), so the list is spelled out.
@@ -48,12 +62,7 @@ WHITE_SPACE = [
 
 
 def code_class(cp: int) -> int:
-    cat = unicodedata.category(chr(cp))
-    if cat[0] == "L":
-        return CLASS_LETTER
-    if cat[0] == "N":
-        return CLASS_NUMBER
-    return CLASS_OTHER
+    return _CLASS_OF_GROUP.get(unicodedata.category(chr(cp))[0], CLASS_OTHER)
 
 
 def ranges() -> list[tuple[int, int]]:
@@ -81,16 +90,17 @@ def main() -> int:
         f"{UNICODE_VERSION}); do not edit.\n"
     )
     w(
-        " *\n * adil_ucd_ranges[i] = (first code point << 2) | class; a range lasts until\n"
+        " *\n * adil_ucd_ranges[i] = (first code point << 3) | class; a range lasts until\n"
         " * the next entry's first code point.  Classes: 0 other, 1 letter (\\p{L}),\n"
-        " * 2 number (\\p{N}).  adil_ucd_white_space: the White_Space property. */\n"
+        " * 2 number (\\p{N}), 3 punctuation (\\p{P}), 4 mark (\\p{M}), 5 symbol\n"
+        " * (\\p{S}).  adil_ucd_white_space: the White_Space property. */\n"
     )
     w("#ifndef ADIL_UNICODE_TABLES_H\n#define ADIL_UNICODE_TABLES_H\n\n#include <stdint.h>\n\n")
     w(f"#define ADIL_UCD_N_RANGES {len(rs)}\n")
     w("static const uint32_t adil_ucd_ranges[ADIL_UCD_N_RANGES] = {\n")
     for i in range(0, len(rs), 6):
         row = rs[i : i + 6]
-        w("    " + " ".join(f"0x{(cp << 2) | c:07X}u," for cp, c in row) + "\n")
+        w("    " + " ".join(f"0x{(cp << CLASS_BITS) | c:07X}u," for cp, c in row) + "\n")
     w("};\n\n")
     w(f"#define ADIL_UCD_N_WHITE_SPACE {len(WHITE_SPACE)}\n")
     w("static const uint32_t adil_ucd_white_space[ADIL_UCD_N_WHITE_SPACE] = {\n")

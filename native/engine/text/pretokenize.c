@@ -1,5 +1,7 @@
 /*
- * pretokenize.c — the pre-tokenizer patterns of the gpt2 model, by hand.
+ * pretokenize.c — splitting text into words before BPE: the driver that runs
+ * a pre-tokenizer's patterns one after the other, the table of which patterns
+ * each pre-tokenizer has, and the patterns of the gpt2 family by hand.
  *
  * llama-3 and qwen2 split text with (case-insensitive contractions aside):
  *
@@ -12,124 +14,87 @@
  *   \s+(?!\S)                         blanks not followed by a non-blank
  *   \s+                               other blanks
  *
- * smollm (llama.cpp's LLAMA_VOCAB_PRE_TYPE_SMOLLM, like starcoder) applies two
- * patterns one after the other: \p{N} makes every digit a word of its own,
- * then GPT-2's pattern splits each run between digits on its own, the run's
- * end counting as the end of the text:
+ * GPT-2 (gpt-2, phi-2, ...) splits with
  *
  *   's|'t|'re|'ve|'m|'ll|'d          contractions, lower case only
  *    ?\p{L}+| ?\p{N}+                 letters or digits, with a leading space
  *    ?[^\s\p{L}\p{N}]+               punctuation runs, with a leading space
- *   \s+(?!\S)|\s+                     blanks as above (no line-break rule)
+ *   \s+(?!\S)                         blanks not followed by a non-blank
  *
- * We scan code points once, trying the alternatives in that order at each
- * position, exactly as llama.cpp's hand-written matchers do (their behaviour,
- * not a regex engine's, is the reference).
+ * and smollm (llama.cpp's LLAMA_VOCAB_PRE_TYPE_SMOLLM, like starcoder) first
+ * makes every digit a piece of its own (\p{N}), then splits each run between
+ * digits with GPT-2's pattern, the run's end counting as the end of the text.
+ *
+ * These three are llama.cpp's hand-written matchers (an unmatched character
+ * is a word alone); the patterns of gpt-4o/tekken (pretok_o200k.c) and the
+ * deepseek family (pretok_deepseek.c) copy what its std::regex does.
  */
+#include "text/pretok_scan.h"
 #include "text/tokenizer_internal.h"
-#include "text/unicode.h"
 
-/* What the matcher asks of a position; positions past the end are nothing. */
-typedef struct scan {
-    const uint32_t *cps;
-    size_t n;
-} scan;
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-#define PAST_END 0xFFFFFFFFu
-
-static uint32_t cp_at(const scan *s, size_t i) { return i < s->n ? s->cps[i] : PAST_END; }
-
-static bool in_range(const scan *s, size_t i) { return i < s->n; }
-
-static bool is_letter(const scan *s, size_t i) {
-    return i < s->n && adil_ucd_class_of(s->cps[i]) == ADIL_UCD_LETTER;
-}
-
-static bool is_number(const scan *s, size_t i) {
-    return i < s->n && adil_ucd_class_of(s->cps[i]) == ADIL_UCD_NUMBER;
-}
-
-static bool is_space(const scan *s, size_t i) { return i < s->n && adil_ucd_is_space(s->cps[i]); }
-
-static bool is_line_break(uint32_t cp) { return cp == '\r' || cp == '\n'; }
+/* ---- patterns every family shares ------------------------------------------- */
 
 static uint32_t ascii_lower(uint32_t cp) { return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp; }
 
-/* Length of a contraction ('s 't 'm 'd 're 've 'll; in any case when
- * any_case) at i, or 0. */
-static size_t match_contraction(const scan *s, size_t i, bool any_case) {
-    if (cp_at(s, i) != '\'' || !in_range(s, i + 1)) {
+size_t adil_pt_contraction(const adil_scan *s, size_t i, bool any_case) {
+    if (adil_scan_cp(s, i) != '\'' || !adil_scan_in(s, i + 1)) {
         return 0;
     }
-    uint32_t a = any_case ? ascii_lower(cp_at(s, i + 1)) : cp_at(s, i + 1);
+    uint32_t a = any_case ? ascii_lower(adil_scan_cp(s, i + 1)) : adil_scan_cp(s, i + 1);
     if (a == 's' || a == 't' || a == 'm' || a == 'd') {
         return 2;
     }
-    if (!in_range(s, i + 2)) {
+    if (!adil_scan_in(s, i + 2)) {
         return 0;
     }
-    uint32_t b = any_case ? ascii_lower(cp_at(s, i + 2)) : cp_at(s, i + 2);
+    uint32_t b = any_case ? ascii_lower(adil_scan_cp(s, i + 2)) : adil_scan_cp(s, i + 2);
     if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) {
         return 3;
     }
     return 0;
 }
 
-/* [^\r\n\p{L}\p{N}]?\p{L}+ at i, or 0. */
-static size_t match_word(const scan *s, size_t i) {
-    uint32_t cp = cp_at(s, i);
-    if (is_line_break(cp) || is_number(s, i)) {
-        return 0;
-    }
-    if (!is_letter(s, i) && !is_letter(s, i + 1)) {
-        return 0;
-    }
-    size_t j = i + 1;
-    while (is_letter(s, j)) {
-        j++;
-    }
-    return j - i;
-}
-
-/* \p{N}{1,3} (max_digits 3) or \p{N} (max_digits 1) at i, or 0. */
-static size_t match_number(const scan *s, size_t i, size_t max_digits) {
+size_t adil_pt_digits(const adil_scan *s, size_t i, size_t max_digits) {
     size_t j = i;
-    while (j - i < max_digits && is_number(s, j)) {
+    while (j - i < max_digits && adil_scan_number(s, j)) {
         j++;
     }
     return j - i;
 }
 
-/* " ?[^\s\p{L}\p{N}]+[\r\n]*" at i, or 0. */
-static size_t match_punct(const scan *s, size_t i) {
-    size_t j = i + (cp_at(s, i) == ' ' ? 1 : 0);
-    /* The first character after the optional space must be punctuation; a
-     * lone space at the very end also ends up here (as in llama.cpp). */
-    if (is_space(s, j) || is_letter(s, j) || is_number(s, j)) {
-        return 0;
+static bool is_punct_char(const adil_scan *s, size_t i) {
+    return adil_scan_in(s, i) && !adil_scan_space(s, i) && !adil_scan_letter(s, i) && !adil_scan_number(s, i);
+}
+
+size_t adil_pt_punct(const adil_scan *s, size_t i, bool slash) {
+    size_t j = i + (adil_scan_cp(s, i) == ' ' ? 1 : 0);
+    if (!is_punct_char(s, j)) {
+        return 0; /* a lone space before a blank, letter or the end: the blanks' */
     }
-    while (in_range(s, j) && !is_space(s, j) && !is_letter(s, j) && !is_number(s, j)) {
+    while (is_punct_char(s, j)) {
         j++;
     }
-    while (is_line_break(cp_at(s, j))) {
+    for (uint32_t cp = adil_scan_cp(s, j); adil_is_line_break(cp) || (slash && cp == '/');
+         cp = adil_scan_cp(s, j)) {
         j++;
     }
     return j - i;
 }
 
 /* \s+(?!\S)|\s+ over the n blanks at i. */
-static size_t blank_run(const scan *s, size_t i, size_t n) {
-    if (n > 1 && in_range(s, i + n)) {
+static size_t blank_run(const adil_scan *s, size_t i, size_t n) {
+    if (n > 1 && adil_scan_in(s, i + n)) {
         return n - 1; /* \s+(?!\S): leave one blank for the next word */
     }
     return n; /* \s+ */
 }
 
-/* The three blank alternatives at i, or 0 when i is not blank. */
-static size_t match_blanks(const scan *s, size_t i) {
+size_t adil_pt_blanks(const adil_scan *s, size_t i) {
     size_t n = 0, end_of_breaks = 0;
-    while (is_space(s, i + n)) {
-        if (is_line_break(cp_at(s, i + n))) {
+    while (adil_scan_space(s, i + n)) {
+        if (adil_is_line_break(adil_scan_cp(s, i + n))) {
             end_of_breaks = i + n + 1;
         }
         n++;
@@ -140,41 +105,62 @@ static size_t match_blanks(const scan *s, size_t i) {
     return blank_run(s, i, n);
 }
 
-static size_t match_at(const scan *s, size_t i, size_t max_digits) {
-    size_t m = match_contraction(s, i, true);
+/* ---- llama-3 and qwen2 ---------------------------------------------------------- */
+
+/* [^\r\n\p{L}\p{N}]?\p{L}+ at i, or 0. */
+static size_t match_word(const adil_scan *s, size_t i) {
+    if (adil_is_line_break(adil_scan_cp(s, i)) || adil_scan_number(s, i)) {
+        return 0;
+    }
+    if (!adil_scan_letter(s, i) && !adil_scan_letter(s, i + 1)) {
+        return 0;
+    }
+    size_t j = i + 1;
+    while (adil_scan_letter(s, j)) {
+        j++;
+    }
+    return j - i;
+}
+
+static size_t match_llama_like(const adil_scan *s, size_t i, size_t max_digits) {
+    size_t m = adil_pt_contraction(s, i, true);
     if (m == 0) {
         m = match_word(s, i);
     }
     if (m == 0) {
-        m = match_number(s, i, max_digits);
+        m = adil_pt_digits(s, i, max_digits);
     }
     if (m == 0) {
-        m = match_punct(s, i);
+        m = adil_pt_punct(s, i, false);
     }
     if (m == 0) {
-        m = match_blanks(s, i);
+        m = adil_pt_blanks(s, i);
     }
-    return m > 0 ? m : 1; /* nothing matched: the character alone */
+    return m;
 }
 
-/* ---- GPT-2's pattern (smollm) ------------------------------------------------- */
+static size_t match_llama3(const adil_scan *s, size_t i) { return match_llama_like(s, i, 3); }
+
+static size_t match_qwen2(const adil_scan *s, size_t i) { return match_llama_like(s, i, 1); }
+
+/* ---- GPT-2 ------------------------------------------------------------------------ */
 
 typedef enum cp_class { CLS_END, CLS_BLANK, CLS_LETTER, CLS_NUMBER, CLS_OTHER } cp_class;
 
-static cp_class class_at(const scan *s, size_t i) {
-    if (!in_range(s, i)) {
+static cp_class class_at(const adil_scan *s, size_t i) {
+    if (!adil_scan_in(s, i)) {
         return CLS_END;
     }
-    return is_space(s, i)    ? CLS_BLANK
-           : is_letter(s, i) ? CLS_LETTER
-           : is_number(s, i) ? CLS_NUMBER
-                             : CLS_OTHER;
+    return adil_scan_space(s, i)    ? CLS_BLANK
+           : adil_scan_letter(s, i) ? CLS_LETTER
+           : adil_scan_number(s, i) ? CLS_NUMBER
+                                    : CLS_OTHER;
 }
 
 /* " ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+" at i: the class of the character
  * after the optional space decides which, or 0. */
-static size_t match_class_run(const scan *s, size_t i) {
-    size_t j = i + (cp_at(s, i) == ' ' ? 1 : 0);
+static size_t match_class_run(const adil_scan *s, size_t i) {
+    size_t j = i + (adil_scan_cp(s, i) == ' ' ? 1 : 0);
     const cp_class c = class_at(s, j);
     if (c == CLS_END || c == CLS_BLANK) {
         return 0;
@@ -185,57 +171,114 @@ static size_t match_class_run(const scan *s, size_t i) {
     return j - i;
 }
 
-static size_t match_gpt2_at(const scan *s, size_t i) {
-    size_t m = match_contraction(s, i, false);
+static size_t match_gpt2(const adil_scan *s, size_t i) {
+    size_t m = adil_pt_contraction(s, i, false);
     if (m == 0) {
         m = match_class_run(s, i);
     }
     if (m == 0) {
         size_t n = 0;
-        while (is_space(s, i + n)) {
+        while (adil_scan_space(s, i + n)) {
             n++;
         }
         m = blank_run(s, i, n);
     }
-    return m > 0 ? m : 1;
+    return m;
 }
 
-/* smollm: each digit alone; GPT-2's pattern within each run between them. */
-static size_t split_smollm(const uint32_t *cps, size_t n, size_t *lens) {
-    const scan all = {.cps = cps, .n = n};
-    size_t w = 0;
-    for (size_t i = 0; i < n;) {
-        size_t end = i;
-        while (end < n && !is_number(&all, end)) {
-            end++;
-        }
-        const scan run = {.cps = cps + i, .n = end - i};
-        for (size_t k = 0; k < run.n;) {
-            size_t m = match_gpt2_at(&run, k);
-            lens[w++] = m;
-            k += m;
-        }
-        if (end < n) {
-            lens[w++] = 1; /* the digit */
-            end++;
-        }
-        i = end;
+static size_t match_one_digit(const adil_scan *s, size_t i) { return adil_pt_digits(s, i, 1); }
+
+/* ---- the pre-tokenizers ------------------------------------------------------------- */
+
+static const adil_pt_stage k_llama3[] = {{.match = match_llama3, .lone_fallback = true}};
+static const adil_pt_stage k_qwen2[] = {{.match = match_qwen2, .lone_fallback = true}};
+static const adil_pt_stage k_gpt2[] = {{.match = match_gpt2, .lone_fallback = true}};
+static const adil_pt_stage k_smollm[] = {{.match = match_one_digit},
+                                         {.match = match_gpt2, .lone_fallback = true}};
+static const adil_pt_stage k_gpt4o[] = {{.match = adil_pt_gpt4o}};
+static const adil_pt_stage k_tekken[] = {{.match = adil_pt_tekken}};
+
+typedef struct pt_def {
+    const adil_pt_stage *stages;
+    size_t n_stages;
+} pt_def;
+
+static pt_def def_of(adil_pretok kind) {
+    switch (kind) {
+    case ADIL_PRETOK_LLAMA3:
+        return (pt_def){k_llama3, N_OF(k_llama3)};
+    case ADIL_PRETOK_QWEN2:
+        return (pt_def){k_qwen2, N_OF(k_qwen2)};
+    case ADIL_PRETOK_SMOLLM:
+        return (pt_def){k_smollm, N_OF(k_smollm)};
+    case ADIL_PRETOK_GPT2:
+        return (pt_def){k_gpt2, N_OF(k_gpt2)};
+    case ADIL_PRETOK_GPT4O:
+        return (pt_def){k_gpt4o, N_OF(k_gpt4o)};
+    case ADIL_PRETOK_TEKKEN:
+        return (pt_def){k_tekken, N_OF(k_tekken)};
+    case ADIL_PRETOK_DEEPSEEK_LLM:
+        return (pt_def){adil_pt_deepseek_llm, N_OF(adil_pt_deepseek_llm)};
+    case ADIL_PRETOK_DEEPSEEK_CODER:
+        return (pt_def){adil_pt_deepseek_coder, N_OF(adil_pt_deepseek_coder)};
+    case ADIL_PRETOK_DEEPSEEK_V3:
+        return (pt_def){adil_pt_deepseek_v3, N_OF(adil_pt_deepseek_v3)};
+    case ADIL_PRETOK_NONE:
+        break;
     }
-    return w;
+    return (pt_def){NULL, 0}; /* no pattern: the whole text is one word */
+}
+
+/* ---- the driver ------------------------------------------------------------------------ */
+
+/* The first match of `st` at or after `from` in s. */
+static bool next_match(const adil_pt_stage *st, const adil_scan *s, size_t from, size_t *start, size_t *len) {
+    if (st->find) {
+        return st->find(s, from, start, len);
+    }
+    for (size_t i = from; i < s->n; i++) {
+        size_t m = st->match(s, i);
+        if (m == 0 && st->lone_fallback) {
+            m = 1;
+        }
+        if (m > 0) {
+            *start = i;
+            *len = m;
+            return true;
+        }
+    }
+    return false;
+}
+
+typedef struct pt_out {
+    size_t *lens; /* (n code points) room for one word per code point */
+    size_t n;
+} pt_out;
+
+/* Splits cps[0..n) with stages[0], then each piece with the stages after
+ * it; the last stage's pieces are the words.  Pieces go on depth first, so
+ * the words come out in text order (and the depth is the stage count). */
+static void split(const adil_pt_stage *stages, size_t n_stages, const uint32_t *cps, size_t n, pt_out *o) {
+    if (n == 0) {
+        return;
+    }
+    if (n_stages == 0) {
+        o->lens[o->n++] = n;
+        return;
+    }
+    const adil_scan s = {.cps = cps, .n = n};
+    size_t done = 0, start, len;
+    while (done < n && next_match(&stages[0], &s, done, &start, &len)) {
+        split(stages + 1, n_stages - 1, cps + done, start - done, o); /* the run before it */
+        split(stages + 1, n_stages - 1, cps + start, len, o);
+        done = start + len;
+    }
+    split(stages + 1, n_stages - 1, cps + done, n - done, o);
 }
 
 void adil_pretokenize(adil_pretok kind, const uint32_t *cps, size_t n, size_t *lens, size_t *n_words) {
-    if (kind == ADIL_PRETOK_SMOLLM) {
-        *n_words = split_smollm(cps, n, lens);
-        return;
-    }
-    scan s = {.cps = cps, .n = n};
-    size_t max_digits = kind == ADIL_PRETOK_LLAMA3 ? 3 : 1;
-    size_t w = 0;
-    for (size_t i = 0; i < n;) {
-        size_t m = match_at(&s, i, max_digits);
-        lens[w++] = m;
-        i += m;
-    }
-    *n_words = w;
+    pt_def def = def_of(kind);
+    pt_out o = {.lens = lens, .n = 0};
+    split(def.stages, def.n_stages, cps, n, &o);
+    *n_words = o.n;
 }

@@ -58,6 +58,77 @@ static adil_status check_desc(const adil_tokenizer_desc *d) {
     return ADIL_OK;
 }
 
+/* The tokenizer.ggml.pre names llama.cpp (0c1e57098, llama-vocab.cpp)
+ * knows for the patterns we have, with its settings for each: whether a
+ * whole word that is a token skips the merges, and whether BOS is added
+ * when the file does not say. */
+typedef struct pre_name {
+    const char *name;
+    adil_pretok kind;
+    bool ignore_merges;
+    bool add_bos;
+} pre_name;
+
+#define LLAMA3_LIKE(n) {n, ADIL_PRETOK_LLAMA3, true, true}
+#define PLAIN(n, kind) {n, kind, false, false}
+
+static const pre_name k_pre_names[] = {
+    LLAMA3_LIKE("llama3"),
+    LLAMA3_LIKE("llama-v3"),
+    LLAMA3_LIKE("llama-bpe"),
+    LLAMA3_LIKE("falcon3"),
+    LLAMA3_LIKE("falcon-h1"),
+    LLAMA3_LIKE("pixtral"),
+    LLAMA3_LIKE("midm-2.0"),
+    LLAMA3_LIKE("lfm2"),
+    LLAMA3_LIKE("jina-v5-nano"),
+    PLAIN("dbrx", ADIL_PRETOK_LLAMA3),
+    PLAIN("smaug-bpe", ADIL_PRETOK_LLAMA3),
+    PLAIN("qwen2", ADIL_PRETOK_QWEN2),
+    PLAIN("deepseek-r1-qwen", ADIL_PRETOK_QWEN2),
+    PLAIN("kormo", ADIL_PRETOK_QWEN2),
+    PLAIN("f2llmv2", ADIL_PRETOK_QWEN2),
+    PLAIN("stablelm2", ADIL_PRETOK_QWEN2),
+    PLAIN("hunyuan", ADIL_PRETOK_QWEN2),
+    PLAIN("solar-open", ADIL_PRETOK_QWEN2),
+    PLAIN("megrez", ADIL_PRETOK_QWEN2),
+    PLAIN("grok-2", ADIL_PRETOK_QWEN2),
+    PLAIN("smollm", ADIL_PRETOK_SMOLLM),
+    PLAIN("starcoder", ADIL_PRETOK_SMOLLM),
+    PLAIN("refact", ADIL_PRETOK_SMOLLM),
+    PLAIN("command-r", ADIL_PRETOK_SMOLLM),
+    PLAIN("codeshell", ADIL_PRETOK_SMOLLM),
+    PLAIN("exaone", ADIL_PRETOK_SMOLLM),
+    PLAIN("minerva-7b", ADIL_PRETOK_SMOLLM),
+    PLAIN("mellum2", ADIL_PRETOK_SMOLLM),
+    PLAIN("gpt-2", ADIL_PRETOK_GPT2),
+    PLAIN("phi-2", ADIL_PRETOK_GPT2),
+    PLAIN("gigachat", ADIL_PRETOK_GPT2),
+    PLAIN("a.x-4.0", ADIL_PRETOK_GPT2),
+    PLAIN("mellum", ADIL_PRETOK_GPT2),
+    PLAIN("exaone4", ADIL_PRETOK_GPT2),
+    PLAIN("mpt", ADIL_PRETOK_GPT2),
+    PLAIN("olmo", ADIL_PRETOK_GPT2),
+    PLAIN("jais", ADIL_PRETOK_GPT2),
+    PLAIN("trillion", ADIL_PRETOK_GPT2),
+    PLAIN("granite-docling", ADIL_PRETOK_GPT2),
+    PLAIN("gpt-4o", ADIL_PRETOK_GPT4O),
+    PLAIN("llama4", ADIL_PRETOK_GPT4O),
+    PLAIN("kanana2", ADIL_PRETOK_GPT4O),
+    PLAIN("talkie", ADIL_PRETOK_GPT4O),
+    PLAIN("minimax-m2", ADIL_PRETOK_GPT4O),
+    {"tekken", ADIL_PRETOK_TEKKEN, true, true},
+    PLAIN("deepseek-llm", ADIL_PRETOK_DEEPSEEK_LLM),
+    PLAIN("deepseek-coder", ADIL_PRETOK_DEEPSEEK_CODER),
+    PLAIN("deepseek-v3", ADIL_PRETOK_DEEPSEEK_V3),
+    PLAIN("hunyuan-dense", ADIL_PRETOK_DEEPSEEK_V3),
+    PLAIN("joyai-llm", ADIL_PRETOK_DEEPSEEK_V3),
+    PLAIN("hy_v4", ADIL_PRETOK_DEEPSEEK_V3),
+};
+
+#undef LLAMA3_LIKE
+#undef PLAIN
+
 static adil_status choose_model(adil_tokenizer *tok, const adil_tokenizer_desc *d) {
     if (strcmp(d->model, "llama") == 0) {
         tok->is_spm = true;
@@ -69,32 +140,22 @@ static adil_status choose_model(adil_tokenizer *tok, const adil_tokenizer_desc *
                          "tokenizer: tokenizer.ggml.model: expected \"llama\" or \"gpt2\", got \"%s\"",
                          d->model);
     }
-    static const char *const llama3[] = {"llama3",  "llama-v3", "llama-bpe", "falcon3",     "falcon-h1",
-                                         "pixtral", "midm-2.0", "lfm2",      "jina-v5-nano"};
-    static const char *const qwen2[] = {"qwen2",     "deepseek-r1-qwen", "kormo",     "f2llmv2",
-                                        "stablelm2", "hunyuan",          "solar-open"};
     const char *pre = d->pre ? d->pre : "default";
     tok->is_spm = false;
-    for (size_t i = 0; i < N_OF(llama3); i++) {
-        if (strcmp(pre, llama3[i]) == 0) {
-            tok->pretok = ADIL_PRETOK_LLAMA3;
+    for (size_t i = 0; i < N_OF(k_pre_names); i++) {
+        if (strcmp(pre, k_pre_names[i].name) == 0) {
+            tok->pretok = k_pre_names[i].kind;
+            tok->ignore_merges = k_pre_names[i].ignore_merges;
+            tok->default_add_bos = k_pre_names[i].add_bos;
             return ADIL_OK;
         }
     }
-    for (size_t i = 0; i < N_OF(qwen2); i++) {
-        if (strcmp(pre, qwen2[i]) == 0) {
-            tok->pretok = ADIL_PRETOK_QWEN2;
-            return ADIL_OK;
-        }
-    }
-    if (strcmp(pre, "smollm") == 0) {
-        tok->pretok = ADIL_PRETOK_SMOLLM;
-        return ADIL_OK;
-    }
-    return adil_fail(ADIL_STATUS_CAPABILITY,
-                     "tokenizer: tokenizer.ggml.pre: expected a llama-3, qwen2 or smollm pre-tokenizer "
-                     "(\"llama-bpe\", \"qwen2\", \"smollm\", ...), got \"%s\"",
-                     pre);
+    return adil_fail(
+        ADIL_STATUS_CAPABILITY,
+        "tokenizer: tokenizer.ggml.pre: unsupported pre-tokenizer \"%s\" (supported: the patterns "
+        "of llama-bpe, qwen2, smollm, gpt-2, gpt-4o, tekken, deepseek-llm, deepseek-coder and "
+        "deepseek-v3, under the names llama.cpp gives them)",
+        pre);
 }
 
 /* Copies the vocabulary into one block.  An empty string becomes
@@ -195,7 +256,7 @@ static void set_flags(adil_tokenizer *tok, const adil_tokenizer_desc *d) {
     tok->eot_id = valid_id(tok, d->eot_id);
     tok->unk_id = valid_id(tok, d->unk_id);
     tok->pad_id = valid_id(tok, d->pad_id);
-    bool def_bos = tok->is_spm || tok->pretok == ADIL_PRETOK_LLAMA3;
+    bool def_bos = tok->is_spm || tok->default_add_bos;
     tok->add_bos = d->add_bos < 0 ? def_bos : d->add_bos != 0;
     tok->add_eos = d->add_eos > 0;
     tok->add_space_prefix = d->add_space_prefix < 0 ? tok->is_spm : d->add_space_prefix != 0;

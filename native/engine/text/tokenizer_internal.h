@@ -28,12 +28,19 @@ enum {
     ADIL_ATTR_EOG = 1u << 6 /* ours: generation stops here */
 };
 
-/* Pre-tokenizers of the gpt2 model. */
+/* Pre-tokenizers of the gpt2 model (pretokenize.c has their patterns;
+ * tokenizer.c the tokenizer.ggml.pre names of each). */
 typedef enum adil_pretok {
-    ADIL_PRETOK_NONE = 0,   /* the llama (SentencePiece) model has none */
-    ADIL_PRETOK_LLAMA3 = 1, /* ...|\p{N}{1,3}|... */
-    ADIL_PRETOK_QWEN2 = 2,  /* ...|\p{N}|... */
-    ADIL_PRETOK_SMOLLM = 3  /* digits one by one, then GPT-2's pattern between them */
+    ADIL_PRETOK_NONE = 0,           /* the llama (SentencePiece) model has none */
+    ADIL_PRETOK_LLAMA3 = 1,         /* ...|\p{N}{1,3}|... */
+    ADIL_PRETOK_QWEN2 = 2,          /* ...|\p{N}|... */
+    ADIL_PRETOK_SMOLLM = 3,         /* digits one by one, then GPT-2's pattern between them */
+    ADIL_PRETOK_GPT2 = 4,           /* GPT-2's pattern (gpt-2, phi-2, ...) */
+    ADIL_PRETOK_GPT4O = 5,          /* o200k: words split at case changes, \p{N}{1,3} */
+    ADIL_PRETOK_TEKKEN = 6,         /* the same without contractions, \p{N} */
+    ADIL_PRETOK_DEEPSEEK_LLM = 7,   /* six patterns (pretok_deepseek.c) */
+    ADIL_PRETOK_DEEPSEEK_CODER = 8, /* five patterns */
+    ADIL_PRETOK_DEEPSEEK_V3 = 9     /* three patterns */
 } adil_pretok;
 
 typedef struct adil_vocab_entry {
@@ -55,6 +62,8 @@ typedef struct adil_trie_node {
 struct adil_tokenizer {
     bool is_spm;
     adil_pretok pretok;
+    bool ignore_merges;   /* gpt2: a whole word that is a token is taken as is */
+    bool default_add_bos; /* gpt2: the pre-tokenizer adds BOS unless the file says */
     uint32_t n_vocab;
     char *text;              /* all vocabulary strings, back to back */
     adil_vocab_entry *vocab; /* [n_vocab] */

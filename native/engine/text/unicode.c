@@ -77,13 +77,13 @@ adil_ucd_class adil_ucd_class_of(uint32_t cp) {
     size_t lo = 0, hi = ADIL_UCD_N_RANGES;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if ((adil_ucd_ranges[mid] >> 2) <= cp) {
+        if ((adil_ucd_ranges[mid] >> 3) <= cp) {
             lo = mid;
         } else {
             hi = mid;
         }
     }
-    return (adil_ucd_class)(adil_ucd_ranges[lo] & 3u);
+    return (adil_ucd_class)(adil_ucd_ranges[lo] & 7u);
 }
 
 bool adil_ucd_is_space(uint32_t cp) {
