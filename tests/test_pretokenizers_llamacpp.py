@@ -59,6 +59,7 @@ def test_fixtures_cover_every_pattern() -> None:
     for name in (
         "llama-bpe",
         "qwen2",
+        "qwen35",
         "smollm",
         "gpt-2",
         "phi-2",

@@ -6,7 +6,7 @@
  *  - byte-level BPE ("gpt2"): rank order, the llama-3, qwen2 and smollm
  *    pre-tokenizers (digit groups, contractions, blanks), llama-3's whole-word
  *    shortcut, invalid UTF-8, pieces; the word splits of smollm, gpt-2,
- *    gpt-4o, tekken and the deepseek family on their own (llama.cpp's ids for
+ *    qwen35, gpt-4o, tekken and the deepseek family on their own (llama.cpp's ids for
  *    all of them: tests/test_pretokenizers_llamacpp.py);
  *  - the contract: capacity and n_needed, NULL arguments, unknown models.
  */
@@ -473,6 +473,21 @@ static void test_gpt2_words(void) {
     CHECK_WORDS(ADIL_PRETOK_GPT2, cases);
 }
 
+/* qwen35: combining marks belong to words, not to punctuation (qwen2 for
+ * comparison). */
+static void test_qwen35_words(void) {
+    static const char *const qwen35[][2] = {
+        {"e\u0301 cafe\u0301s", "e\u0301| cafe\u0301s"},
+        {"?!\u0301 12", "?!|\u0301| |1|2"},
+    };
+    static const char *const qwen2[][2] = {
+        {"e\u0301 cafe\u0301s", "e|\u0301| cafe|\u0301s"}, /* a mark may lead a word */
+        {"?!\u0301 12", "?!\u0301| |1|2"},
+    };
+    CHECK_WORDS(ADIL_PRETOK_QWEN35, qwen35);
+    CHECK_WORDS(ADIL_PRETOK_QWEN2, qwen2);
+}
+
 /* o200k (gpt-4o): upper* lower+ | upper+ lower*, where a non-ASCII letter
  * counts as both and A-Z / a-z only as one; contractions stay on the word. */
 static void test_gpt4o_words(void) {
@@ -539,6 +554,7 @@ int main(void) {
     test_bpe("smollm", PRE_SMOLLM);
     test_smollm_words();
     test_gpt2_words();
+    test_qwen35_words();
     test_gpt4o_words();
     test_tekken_words();
     test_deepseek_llm_words();

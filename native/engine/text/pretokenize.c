@@ -3,13 +3,16 @@
  * a pre-tokenizer's patterns one after the other, the table of which patterns
  * each pre-tokenizer has, and the patterns of the gpt2 family by hand.
  *
- * llama-3 and qwen2 split text with (case-insensitive contractions aside):
+ * llama-3, qwen2 and qwen35 split text with (case-insensitive contractions
+ * aside):
  *
  *   's|'t|'re|'ve|'m|'ll|'d          contractions
  *   [^\r\n\p{L}\p{N}]?\p{L}+          a word, with one leading non-letter
+ *                                     (qwen35: [\p{L}\p{M}]+, marks in words)
  *   \p{N}{1,3}   (llama-3)            numbers in groups of up to three digits
- *   \p{N}        (qwen2)              or one digit at a time
+ *   \p{N}        (qwen2, qwen35)      or one digit at a time
  *    ?[^\s\p{L}\p{N}]+[\r\n]*         punctuation runs, with a leading space
+ *                                     (qwen35: no marks in them either)
  *   \s*[\r\n]+                        line breaks with the blanks before them
  *   \s+(?!\S)                         blanks not followed by a non-blank
  *   \s+                               other blanks
@@ -25,7 +28,7 @@
  * makes every digit a piece of its own (\p{N}), then splits each run between
  * digits with GPT-2's pattern, the run's end counting as the end of the text.
  *
- * These three are llama.cpp's hand-written matchers (an unmatched character
+ * These are llama.cpp's hand-written matchers (an unmatched character
  * is a word alone); the patterns of gpt-4o/tekken (pretok_o200k.c) and the
  * deepseek family (pretok_deepseek.c) copy what its std::regex does.
  */
@@ -107,31 +110,52 @@ size_t adil_pt_blanks(const adil_scan *s, size_t i) {
 
 /* ---- llama-3 and qwen2 ---------------------------------------------------------- */
 
-/* [^\r\n\p{L}\p{N}]?\p{L}+ at i, or 0. */
-static size_t match_word(const adil_scan *s, size_t i) {
+static bool is_word_char(const adil_scan *s, size_t i, bool marks) {
+    return adil_scan_letter(s, i) || (marks && adil_scan_is(s, i, ADIL_UCD_MARK));
+}
+
+/* [^\r\n\p{L}\p{N}]?\p{L}+ at i (with marks as letters when marks), or 0. */
+static size_t match_word(const adil_scan *s, size_t i, bool marks) {
     if (adil_is_line_break(adil_scan_cp(s, i)) || adil_scan_number(s, i)) {
         return 0;
     }
-    if (!adil_scan_letter(s, i) && !adil_scan_letter(s, i + 1)) {
+    if (!is_word_char(s, i, marks) && !is_word_char(s, i + 1, marks)) {
         return 0;
     }
     size_t j = i + 1;
-    while (adil_scan_letter(s, j)) {
+    while (is_word_char(s, j, marks)) {
         j++;
     }
     return j - i;
 }
 
-static size_t match_llama_like(const adil_scan *s, size_t i, size_t max_digits) {
+/*  ?[^\s\p{L}\p{M}\p{N}]+[\r\n]* (qwen35's punctuation) at i, or 0. */
+static size_t match_punct_no_marks(const adil_scan *s, size_t i) {
+    size_t j = i + (adil_scan_cp(s, i) == ' ' ? 1 : 0);
+    size_t k = j;
+    while (adil_scan_in(s, k) && !adil_scan_space(s, k) && !is_word_char(s, k, true) &&
+           !adil_scan_number(s, k)) {
+        k++;
+    }
+    if (k == j) {
+        return 0;
+    }
+    while (adil_is_line_break(adil_scan_cp(s, k))) {
+        k++;
+    }
+    return k - i;
+}
+
+static size_t match_llama_like(const adil_scan *s, size_t i, size_t max_digits, bool marks) {
     size_t m = adil_pt_contraction(s, i, true);
     if (m == 0) {
-        m = match_word(s, i);
+        m = match_word(s, i, marks);
     }
     if (m == 0) {
         m = adil_pt_digits(s, i, max_digits);
     }
     if (m == 0) {
-        m = adil_pt_punct(s, i, false);
+        m = marks ? match_punct_no_marks(s, i) : adil_pt_punct(s, i, false);
     }
     if (m == 0) {
         m = adil_pt_blanks(s, i);
@@ -139,9 +163,11 @@ static size_t match_llama_like(const adil_scan *s, size_t i, size_t max_digits) 
     return m;
 }
 
-static size_t match_llama3(const adil_scan *s, size_t i) { return match_llama_like(s, i, 3); }
+static size_t match_llama3(const adil_scan *s, size_t i) { return match_llama_like(s, i, 3, false); }
 
-static size_t match_qwen2(const adil_scan *s, size_t i) { return match_llama_like(s, i, 1); }
+static size_t match_qwen2(const adil_scan *s, size_t i) { return match_llama_like(s, i, 1, false); }
+
+static size_t match_qwen35(const adil_scan *s, size_t i) { return match_llama_like(s, i, 1, true); }
 
 /* ---- GPT-2 ------------------------------------------------------------------------ */
 
@@ -192,6 +218,7 @@ static size_t match_one_digit(const adil_scan *s, size_t i) { return adil_pt_dig
 
 static const adil_pt_stage k_llama3[] = {{.match = match_llama3, .lone_fallback = true}};
 static const adil_pt_stage k_qwen2[] = {{.match = match_qwen2, .lone_fallback = true}};
+static const adil_pt_stage k_qwen35[] = {{.match = match_qwen35, .lone_fallback = true}};
 static const adil_pt_stage k_gpt2[] = {{.match = match_gpt2, .lone_fallback = true}};
 static const adil_pt_stage k_smollm[] = {{.match = match_one_digit},
                                          {.match = match_gpt2, .lone_fallback = true}};
@@ -209,6 +236,8 @@ static pt_def def_of(adil_pretok kind) {
         return (pt_def){k_llama3, N_OF(k_llama3)};
     case ADIL_PRETOK_QWEN2:
         return (pt_def){k_qwen2, N_OF(k_qwen2)};
+    case ADIL_PRETOK_QWEN35:
+        return (pt_def){k_qwen35, N_OF(k_qwen35)};
     case ADIL_PRETOK_SMOLLM:
         return (pt_def){k_smollm, N_OF(k_smollm)};
     case ADIL_PRETOK_GPT2:

@@ -93,6 +93,7 @@ static const pre_name k_pre_names[] = {
     PLAIN("solar-open", ADIL_PRETOK_QWEN2),
     PLAIN("megrez", ADIL_PRETOK_QWEN2),
     PLAIN("grok-2", ADIL_PRETOK_QWEN2),
+    PLAIN("qwen35", ADIL_PRETOK_QWEN35),
     PLAIN("smollm", ADIL_PRETOK_SMOLLM),
     PLAIN("starcoder", ADIL_PRETOK_SMOLLM),
     PLAIN("refact", ADIL_PRETOK_SMOLLM),
@@ -153,7 +154,7 @@ static adil_status choose_model(adil_tokenizer *tok, const adil_tokenizer_desc *
     return adil_fail(
         ADIL_STATUS_CAPABILITY,
         "tokenizer: tokenizer.ggml.pre: unsupported pre-tokenizer \"%s\" (supported: the patterns "
-        "of llama-bpe, qwen2, smollm, gpt-2, gpt-4o, tekken, deepseek-llm, deepseek-coder and "
+        "of llama-bpe, qwen2, qwen35, smollm, gpt-2, gpt-4o, tekken, deepseek-llm, deepseek-coder and "
         "deepseek-v3, under the names llama.cpp gives them)",
         pre);
 }

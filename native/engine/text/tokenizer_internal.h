@@ -40,7 +40,8 @@ typedef enum adil_pretok {
     ADIL_PRETOK_TEKKEN = 6,         /* the same without contractions, \p{N} */
     ADIL_PRETOK_DEEPSEEK_LLM = 7,   /* six patterns (pretok_deepseek.c) */
     ADIL_PRETOK_DEEPSEEK_CODER = 8, /* five patterns */
-    ADIL_PRETOK_DEEPSEEK_V3 = 9     /* three patterns */
+    ADIL_PRETOK_DEEPSEEK_V3 = 9,    /* three patterns */
+    ADIL_PRETOK_QWEN35 = 10         /* qwen2's with combining marks in words */
 } adil_pretok;
 
 typedef struct adil_vocab_entry {
