@@ -57,6 +57,7 @@ def _load(engine: adil.Engine, directory: Path, pre: str, vocab: Vocab) -> adil.
 def test_fixtures_cover_every_pattern() -> None:
     """One recorded name per pattern (and the aliases whose settings differ)."""
     for name in (
+        "default",
         "llama-bpe",
         "qwen2",
         "qwen35",

@@ -27,6 +27,8 @@
  * and smollm (llama.cpp's LLAMA_VOCAB_PRE_TYPE_SMOLLM, like starcoder) first
  * makes every digit a piece of its own (\p{N}), then splits each run between
  * digits with GPT-2's pattern, the run's end counting as the end of the text.
+ * llama.cpp's "default" (a gpt2 file without tokenizer.ggml.pre) has four
+ * patterns: [\p{P}\$\+<=>\^~\|]+, GPT-2's, \p{N}+, then [0-9][0-9][0-9].
  *
  * These are llama.cpp's hand-written matchers (an unmatched character
  * is a word alone); the patterns of gpt-4o/tekken (pretok_o200k.c) and the
@@ -214,6 +216,37 @@ static size_t match_gpt2(const adil_scan *s, size_t i) {
 
 static size_t match_one_digit(const adil_scan *s, size_t i) { return adil_pt_digits(s, i, 1); }
 
+/* ---- llama.cpp's default -------------------------------------------------------- */
+
+static bool is_default_punct(const adil_scan *s, size_t i) {
+    uint32_t cp = adil_scan_cp(s, i);
+    return adil_scan_is(s, i, ADIL_UCD_PUNCTUATION) || cp == '$' || cp == '+' || cp == '<' || cp == '=' ||
+           cp == '>' || cp == '^' || cp == '~' || cp == '|';
+}
+
+/* [\p{P}\$\+<=>\^~\|]+ */
+static size_t match_default_punct(const adil_scan *s, size_t i) {
+    size_t j = i;
+    while (is_default_punct(s, j)) {
+        j++;
+    }
+    return j - i;
+}
+
+/* \p{N}+ */
+static size_t match_numbers(const adil_scan *s, size_t i) { return adil_pt_digits(s, i, SIZE_MAX); }
+
+/* [0-9][0-9][0-9] */
+static size_t match_three_ascii_digits(const adil_scan *s, size_t i) {
+    for (size_t k = 0; k < 3; k++) {
+        uint32_t cp = adil_scan_cp(s, i + k);
+        if (cp < '0' || cp > '9') {
+            return 0;
+        }
+    }
+    return 3;
+}
+
 /* ---- the pre-tokenizers ------------------------------------------------------------- */
 
 static const adil_pt_stage k_llama3[] = {{.match = match_llama3, .lone_fallback = true}};
@@ -222,6 +255,10 @@ static const adil_pt_stage k_qwen35[] = {{.match = match_qwen35, .lone_fallback 
 static const adil_pt_stage k_gpt2[] = {{.match = match_gpt2, .lone_fallback = true}};
 static const adil_pt_stage k_smollm[] = {{.match = match_one_digit},
                                          {.match = match_gpt2, .lone_fallback = true}};
+static const adil_pt_stage k_default[] = {{.match = match_default_punct},
+                                          {.match = match_gpt2, .lone_fallback = true},
+                                          {.match = match_numbers},
+                                          {.match = match_three_ascii_digits}};
 static const adil_pt_stage k_gpt4o[] = {{.match = adil_pt_gpt4o}};
 static const adil_pt_stage k_tekken[] = {{.match = adil_pt_tekken}};
 
@@ -242,6 +279,8 @@ static pt_def def_of(adil_pretok kind) {
         return (pt_def){k_smollm, N_OF(k_smollm)};
     case ADIL_PRETOK_GPT2:
         return (pt_def){k_gpt2, N_OF(k_gpt2)};
+    case ADIL_PRETOK_DEFAULT:
+        return (pt_def){k_default, N_OF(k_default)};
     case ADIL_PRETOK_GPT4O:
         return (pt_def){k_gpt4o, N_OF(k_gpt4o)};
     case ADIL_PRETOK_TEKKEN:

@@ -73,6 +73,7 @@ typedef struct pre_name {
 #define PLAIN(n, kind) {n, kind, false, false}
 
 static const pre_name k_pre_names[] = {
+    PLAIN("default", ADIL_PRETOK_DEFAULT), /* also a file without tokenizer.ggml.pre */
     LLAMA3_LIKE("llama3"),
     LLAMA3_LIKE("llama-v3"),
     LLAMA3_LIKE("llama-bpe"),
@@ -154,7 +155,8 @@ static adil_status choose_model(adil_tokenizer *tok, const adil_tokenizer_desc *
     return adil_fail(
         ADIL_STATUS_CAPABILITY,
         "tokenizer: tokenizer.ggml.pre: unsupported pre-tokenizer \"%s\" (supported: the patterns "
-        "of llama-bpe, qwen2, qwen35, smollm, gpt-2, gpt-4o, tekken, deepseek-llm, deepseek-coder and "
+        "of default, llama-bpe, qwen2, qwen35, smollm, gpt-2, gpt-4o, tekken, deepseek-llm, deepseek-coder "
+        "and "
         "deepseek-v3, under the names llama.cpp gives them)",
         pre);
 }

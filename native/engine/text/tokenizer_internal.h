@@ -41,7 +41,8 @@ typedef enum adil_pretok {
     ADIL_PRETOK_DEEPSEEK_LLM = 7,   /* six patterns (pretok_deepseek.c) */
     ADIL_PRETOK_DEEPSEEK_CODER = 8, /* five patterns */
     ADIL_PRETOK_DEEPSEEK_V3 = 9,    /* three patterns */
-    ADIL_PRETOK_QWEN35 = 10         /* qwen2's with combining marks in words */
+    ADIL_PRETOK_QWEN35 = 10,        /* qwen2's with combining marks in words */
+    ADIL_PRETOK_DEFAULT = 11        /* llama.cpp's for a file without a pre-tokenizer name */
 } adil_pretok;
 
 typedef struct adil_vocab_entry {
