@@ -71,7 +71,7 @@ def test_fixtures_cover_every_pattern() -> None:
         "deepseek-v3",
     ):
         assert name in NAMES
-    assert len(INPUTS) >= 75
+    assert len(INPUTS) >= 250
 
 
 @pytest.mark.parametrize("pre", NAMES)

@@ -1,5 +1,5 @@
 /*
- * fuzz_tokenizer.c — any text through twelve fixed tokenizers (text/tokenizer.h).
+ * fuzz_tokenizer.c — any text through thirteen fixed tokenizers (text/tokenizer.h).
  *
  * The vocabularies are built once, in memory, the way a GGUF's
  * tokenizer.ggml.* arrays describe them:
@@ -10,11 +10,11 @@
  *   2  byte-level BPE ("gpt2", pre "llama-bpe"): the 256 byte tokens, ranked
  *      merges that spell a word list, llama-3 control tokens, EOS added;
  *   3  the same vocabulary with the "qwen2" pre-tokenizer;
- *   4..11  the same with "gpt-4o", "tekken", "deepseek-llm", "smollm",
- *      "deepseek-coder", "deepseek-v3", "phi-2" and "qwen35".
+ *   4..12  the same with "gpt-4o", "tekken", "deepseek-llm", "smollm",
+ *      "deepseek-coder", "deepseek-v3", "phi-2", "qwen35" and "default".
  *
  * Input: byte 0 chooses the tokenizer ((bits 5-7) * 4 + (bits 0-1), modulo
- * 12: a byte below 0x20 picks 0..3, 0x23 smollm), parse_special (bit 2) and
+ * 13: a byte below 0x20 picks 0..3, 0x23 smollm), parse_special (bit 2) and
  * add_bos (bits 3-4: -1, 0, 1, -1); the rest is the text.
  *
  * Invariants per input:
@@ -242,7 +242,7 @@ static void build_bpe(vocab *v, adil_tokenizer_desc *d) {
 
 /* ---- the tokenizers ------------------------------------------------------------- */
 
-enum { N_TOKENIZERS = 12 };
+enum { N_TOKENIZERS = 13 };
 static vocab g_vocab[2];
 static adil_tokenizer *g_tok[N_TOKENIZERS];
 
@@ -277,9 +277,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     g_tok[0] = make(&g_vocab[0], spm, NULL, 1, -1);
     g_tok[1] = make(&g_vocab[0], spm, NULL, 0, -1);
     g_tok[2] = make(&g_vocab[1], bpe, "llama-bpe", -1, 1);
-    static const char *const more_pre[] = {"qwen2",        "gpt-4o", "tekken",
-                                           "deepseek-llm", "smollm", "deepseek-coder",
-                                           "deepseek-v3",  "phi-2",  "qwen35"};
+    static const char *const more_pre[] = {"qwen2",  "gpt-4o",         "tekken",      "deepseek-llm",
+                                           "smollm", "deepseek-coder", "deepseek-v3", "phi-2",
+                                           "qwen35", "default"};
+    _Static_assert(sizeof more_pre / sizeof more_pre[0] == N_TOKENIZERS - 3, "one name per BPE tokenizer");
     for (size_t i = 0; i < sizeof more_pre / sizeof more_pre[0]; i++) {
         g_tok[3 + i] = make(&g_vocab[1], bpe, more_pre[i], -1, -1);
     }

@@ -173,9 +173,10 @@ def write_gguf_seeds(out: Path) -> None:
 # ---- tokenizer ---------------------------------------------------------------------
 
 # (flags byte, text): flags (bits 5-7) * 4 + (bits 0-1) choose the tokenizer,
-# modulo 12 (0/1 SentencePiece with/without the space prefix, 2 llama-bpe,
+# modulo 13 (0/1 SentencePiece with/without the space prefix, 2 llama-bpe,
 # 3 qwen2, 4 gpt-4o, 5 tekken, 6 deepseek-llm, 7 smollm, 8 deepseek-coder,
-# 9 deepseek-v3, 10 phi-2, 11 qwen35), bit 2 parse_special, bits 3-4 add_bos.
+# 9 deepseek-v3, 10 phi-2, 11 qwen35, 12 default), bit 2 parse_special, bits
+# 3-4 add_bos.
 TOKENIZER_SEEDS = {
     "spm_plain": (0x00, "Hello world, the model is tiny."),
     "spm_turns": (0x04, "<start_of_turn>user\nhello<end_of_turn>\n<start_of_turn>model\n"),
@@ -197,6 +198,7 @@ TOKENIZER_SEEDS = {
                                 "\u65e5\u672c\u8a9e\u30c6\u30ad\u30b9\u30c8 1234567 \u200d\u0301x"),
     "qwen35_marks": (0x43, "e\u0301 cafe\u0301s \u0301\u0302 \u0928\u092e\u0938\u094d\u0924\u0947 "
                            "Vie\u0301\u0302t 123 ?!\u0301"),
+    "default_punct": (0x60, "a+=b<<2; x|y ~z^w $5 12345678 1,234.5 <|eot_id|> 'quoted'!?"),
     "phi2_blanks": (0x42, "a  b\t\tc \u00a0 \u2028 \x0b\x0c \x1c\x1d it's 123"),
 }
 TOKENIZER_BYTES_SEEDS = {

@@ -30,9 +30,11 @@
  * llama.cpp's "default" (a gpt2 file without tokenizer.ggml.pre) has four
  * patterns: [\p{P}\$\+<=>\^~\|]+, GPT-2's, \p{N}+, then [0-9][0-9][0-9].
  *
- * These are llama.cpp's hand-written matchers (an unmatched character
- * is a word alone); the patterns of gpt-4o/tekken (pretok_o200k.c) and the
- * deepseek family (pretok_deepseek.c) copy what its std::regex does.
+ * The llama-3, qwen2, qwen35 and GPT-2 patterns copy llama.cpp's
+ * hand-written matchers (an unmatched character is a word alone); default's
+ * other three, gpt-4o/tekken (pretok_o200k.c) and the deepseek family
+ * (pretok_deepseek.c) copy what its std::regex does (unmatched runs stay
+ * whole).
  */
 #include "text/pretok_scan.h"
 #include "text/tokenizer_internal.h"
