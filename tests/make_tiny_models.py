@@ -1,7 +1,8 @@
 """Tiny synthetic GGUF models for the architecture tests.
 
-Each file is a real GGUF of one architecture (``gemma3``, ``llama`` or
-``qwen3moe``) with
+Each file is a real GGUF of one architecture (``gemma3``, ``llama``,
+``qwen3moe``, ``qwen2``, ``qwen3``, ``phi3``; ``llama-swa`` is a ``llama``
+file with Mistral's sliding window on every layer) with
 random weights in one weight type, a small SentencePiece-style (``llama``)
 tokenizer section, and shapes small enough to write and run in milliseconds
 but wide enough for every block type (K-quants need rows of 256 elements).
@@ -15,6 +16,14 @@ Weight data:
     ``gguf.quants.dequantize``) have the wanted spread.  The weights are
     random either way.
 Norm weights stay F32, as in converted models.
+
+Every file is a function of (arch, weight type, seed) only: the llama.cpp
+fixtures (tests/fixtures/tiny/) record the sha256 of each file they were
+recorded on, so a change of what this module writes for an existing arch
+shows up as a fixture mismatch.  To add an architecture: a spec_for branch,
+its tensors in _matrices/_norms/_biases, its keys in _write_hparams, a branch
+in reference_forward.py, and the name in ARCHITECTURES (appended: the files
+of the other archs must not change).
 
     python tests/make_tiny_models.py OUT_DIR      # writes every (arch, type)
 """
@@ -30,7 +39,7 @@ import numpy as np
 from gguf import GGMLQuantizationType as T
 from gguf import quants
 
-ARCHITECTURES = ("gemma3", "llama", "qwen3moe")
+ARCHITECTURES = ("gemma3", "llama", "qwen3moe", "qwen2", "qwen3", "phi3", "llama-swa")
 WEIGHT_TYPES = (T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q5_K, T.Q6_K,
                 T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.IQ4_XS)
 
@@ -73,6 +82,18 @@ class TinySpec:
     n_expert: int = 0  # qwen3moe: experts per layer (0: a dense FFN)
     n_expert_used: int = 0
     n_ff_exp: int = 0  # hidden width of one expert (K-quants: a multiple of 256)
+    name: str = ""  # the variant (ARCHITECTURES entry) when not arch: "llama-swa"
+    n_rot: int = 0  # rotated dims of a head; 0 = head_dim (phi3: partial rotary)
+    attn_bias: bool = False  # qwen2: attn_{q,k,v}.bias
+    qk_norm: bool = False  # qwen3 (gemma3 has its own norms list)
+    fused: bool = False  # phi3: attn_qkv = [q; k; v], ffn_up = [gate; up]
+    # random-byte K-quant blocks of mean 0 (the archs added after the
+    # first ones, whose files stay as they were first written)
+    centered: bool = False
+
+    @property
+    def variant(self) -> str:
+        return self.name or self.arch
 
 
 def spec_for(arch: str) -> TinySpec:
@@ -83,6 +104,17 @@ def spec_for(arch: str) -> TinySpec:
     if arch == "qwen3moe":
         return TinySpec(arch="qwen3moe", n_layer=2, tied_output=False, rope_base=1000000.0,
                         n_expert=8, n_expert_used=2, n_ff_exp=256)
+    if arch == "llama-swa":  # Mistral 7B v0.1: a window on every layer
+        return TinySpec(arch="llama", name="llama-swa", n_layer=3, rms_eps=1e-5, tied_output=False,
+                        centered=True)
+    if arch == "qwen2":
+        return TinySpec(arch="qwen2", n_layer=3, rope_base=1000000.0, attn_bias=True, centered=True)
+    if arch == "qwen3":  # head_dim != n_embd / n_head, as in Qwen3-0.6B
+        return TinySpec(arch="qwen3", n_layer=3, n_head=8, rope_base=1000000.0, qk_norm=True,
+                        centered=True)
+    if arch == "phi3":  # partial rotary as Phi-4-mini; the window is ignored (see phi3.c)
+        return TinySpec(arch="phi3", n_layer=3, rms_eps=1e-5, tied_output=False, n_rot=32,
+                        fused=True, centered=True)
     raise ValueError(f"unknown architecture {arch!r}; expected one of {ARCHITECTURES}")
 
 
@@ -90,6 +122,8 @@ def spec_for(arch: str) -> TinySpec:
 
 SPECIALS = ("<pad>", "<eos>", "<bos>", "<unk>")
 GEMMA_TURNS = ("<start_of_turn>", "<end_of_turn>")
+# llama.cpp's vocab loader looks these up by name in a model called "*phi3*"
+PHI3_SPECIALS = ("<s>", "</s>", "<|endoftext|>")
 _WORDS = ("the", "of", "and", "to", "in", "is", "capital", "France", "Paris", "model",
           "tiny", "cat", "dog", "sat", "on", "mat", "hello", "world", "code", "test")
 
@@ -102,6 +136,9 @@ def tokenizer_vocab(spec: TinySpec) -> tuple[list[str], list[float], list[int]]:
     if spec.arch == "gemma3":
         tokens += GEMMA_TURNS
         types += [3, 3]
+    if spec.arch == "phi3":
+        tokens += PHI3_SPECIALS
+        types += [3, 3, 3]
     tokens += [f"<0x{b:02X}>" for b in range(256)]
     types += [6] * 256
     pieces: list[str] = ["▁"] + [chr(c) for c in range(ord("a"), ord("z") + 1)]
@@ -141,53 +178,76 @@ def _scale_magnitudes(qtype: T, blocks: np.ndarray, rng: np.random.Generator) ->
     blocks[:, begin:end] = (fields << shifts).sum(axis=2, dtype=np.uint8)
 
 
+def _fp16_fields(blocks: np.ndarray, offsets: tuple[int, ...], values: tuple[float, ...]) -> None:
+    for off, value in zip(offsets, values, strict=True):
+        blocks[:, off:off + 2] = np.array([value], dtype=np.float16).view(np.uint8)
+
+
 def _random_block_rows(rows: int, cols: int, qtype: T, std: float,
-                  rng: np.random.Generator) -> np.ndarray:
+                  rng: np.random.Generator, centered: bool = False) -> np.ndarray:
     elems, size, offsets = _RANDOM_BLOCKS[qtype]
     blocks = rng.integers(0, 256, size=(rows * cols // elems, size), dtype=np.uint8)
     if qtype in _SCALE_HIGH_BITS:
         _scale_magnitudes(qtype, blocks, rng)
-    unit = np.array([1.0], dtype=np.float16).view(np.uint8)
-    for off in offsets:
-        blocks[:, off:off + 2] = unit
-    raw = blocks.reshape(rows, cols // elems * size)
-    spread = float(quants.dequantize(raw, qtype).std())
-    factor = np.array([std / spread], dtype=np.float16).view(np.uint8)
-    for off in offsets:
-        blocks[:, off:off + 2] = factor
-    return blocks.reshape(rows, cols // elems * size)
+    shape = (rows, cols // elems * size)
+    unit = (1.0,) * len(offsets)
+    if centered and len(offsets) == 2:
+        # x = d * a - dmin * b: random bytes make both terms positive on
+        # average (weights of mean ~ std), so activations grow layer by
+        # layer; dmin / d = mean(a) / mean(b) makes the mean 0
+        _fp16_fields(blocks, offsets, (1.0, 0.0))
+        mean_a = float(quants.dequantize(blocks.reshape(shape), qtype).mean())
+        _fp16_fields(blocks, offsets, (0.0, -1.0))
+        mean_b = float(quants.dequantize(blocks.reshape(shape), qtype).mean())
+        unit = (1.0, mean_a / mean_b)
+    _fp16_fields(blocks, offsets, unit)
+    spread = float(quants.dequantize(blocks.reshape(shape), qtype).std())
+    _fp16_fields(blocks, offsets, tuple(u * std / spread for u in unit))
+    return blocks.reshape(shape)
 
 
-def encode_matrix(values: np.ndarray, qtype: T, rng: np.random.Generator) -> np.ndarray:
-    """`values` (rows, cols) float32 as stored in a tensor of `qtype`."""
+def encode_matrix(values: np.ndarray, qtype: T, rng: np.random.Generator,
+                  centered: bool = False) -> np.ndarray:
+    """`values` (rows, cols) float32 as stored in a tensor of `qtype`
+    (centered: random-byte blocks of mean 0, see _random_block_rows)."""
     if qtype == T.F32:
         return values.astype(np.float32)
     if qtype == T.F16:
         return values.astype(np.float16)
     if qtype in _RANDOM_BLOCKS:
-        return _random_block_rows(values.shape[0], values.shape[1], qtype, float(values.std()), rng)
+        return _random_block_rows(values.shape[0], values.shape[1], qtype, float(values.std()),
+                                  rng, centered)
     return quants.quantize(values.astype(np.float32), qtype)
 
 
 def _matrices(spec: TinySpec) -> list[tuple[str, int, int, float]]:
     """(name, rows, cols, std) of every matrix."""
     d, hd = spec.n_embd, spec.head_dim
-    out = [("token_embd.weight", spec.n_vocab, d, 1.0 if spec.arch == "llama" else 0.1)]
+    out = [("token_embd.weight", spec.n_vocab, d, 1.0 if spec.arch in ("llama", "phi3") else 0.1)]
     if not spec.tied_output:
         out.append(("output.weight", spec.n_vocab, d, d ** -0.5))
     for i in range(spec.n_layer):
-        out += [
-            (f"blk.{i}.attn_q.weight", spec.n_head * hd, d, d ** -0.5),
-            (f"blk.{i}.attn_k.weight", spec.n_head_kv * hd, d, d ** -0.5),
-            (f"blk.{i}.attn_v.weight", spec.n_head_kv * hd, d, d ** -0.5),
-            (f"blk.{i}.attn_output.weight", d, spec.n_head * hd, (spec.n_head * hd) ** -0.5),
-        ]
-        if spec.n_expert == 0:
-            out += [
+        if spec.fused:
+            qkv_rows = (spec.n_head + 2 * spec.n_head_kv) * hd
+            attn = [(f"blk.{i}.attn_qkv.weight", qkv_rows, d, d ** -0.5)]
+        else:
+            attn = [
+                (f"blk.{i}.attn_q.weight", spec.n_head * hd, d, d ** -0.5),
+                (f"blk.{i}.attn_k.weight", spec.n_head_kv * hd, d, d ** -0.5),
+                (f"blk.{i}.attn_v.weight", spec.n_head_kv * hd, d, d ** -0.5),
+            ]
+        n_att = spec.n_head * hd
+        attn.append((f"blk.{i}.attn_output.weight", d, n_att, n_att ** -0.5))
+        if spec.fused:
+            ffn = [(f"blk.{i}.ffn_up.weight", 2 * spec.n_ff, d, d ** -0.5)]
+        else:
+            ffn = [
                 (f"blk.{i}.ffn_gate.weight", spec.n_ff, d, d ** -0.5),
                 (f"blk.{i}.ffn_up.weight", spec.n_ff, d, d ** -0.5),
-                (f"blk.{i}.ffn_down.weight", d, spec.n_ff, spec.n_ff ** -0.5),
             ]
+        out += attn
+        if spec.n_expert == 0:
+            out += ffn + [(f"blk.{i}.ffn_down.weight", d, spec.n_ff, spec.n_ff ** -0.5)]
     return out
 
 
@@ -212,9 +272,21 @@ def _norms(spec: TinySpec) -> list[tuple[str, int]]:
     out = [("output_norm.weight", spec.n_embd)]
     for i in range(spec.n_layer):
         out += [(f"blk.{i}.{n}.weight", spec.n_embd) for n in names]
-        if spec.arch in ("gemma3", "qwen3moe"):
+        if spec.arch in ("gemma3", "qwen3moe") or spec.qk_norm:
             out += [(f"blk.{i}.attn_q_norm.weight", spec.head_dim),
                     (f"blk.{i}.attn_k_norm.weight", spec.head_dim)]
+    return out
+
+
+def _biases(spec: TinySpec) -> list[tuple[str, int]]:
+    """(name, n) of every bias vector (qwen2's q/k/v)."""
+    if not spec.attn_bias:
+        return []
+    out = []
+    for i in range(spec.n_layer):
+        out += [(f"blk.{i}.attn_q.bias", spec.n_head * spec.head_dim),
+                (f"blk.{i}.attn_k.bias", spec.n_head_kv * spec.head_dim),
+                (f"blk.{i}.attn_v.bias", spec.n_head_kv * spec.head_dim)]
     return out
 
 
@@ -222,7 +294,7 @@ def _norms(spec: TinySpec) -> list[tuple[str, int]]:
 
 
 def _write_hparams(w: gguf.GGUFWriter, spec: TinySpec) -> None:
-    w.add_name(f"tiny-{spec.arch}")
+    w.add_name(f"tiny-{spec.variant}")
     w.add_context_length(spec.n_ctx_train)
     w.add_embedding_length(spec.n_embd)
     w.add_block_count(spec.n_layer)
@@ -237,7 +309,9 @@ def _write_hparams(w: gguf.GGUFWriter, spec: TinySpec) -> None:
         w.add_sliding_window(spec.sliding_window)
     else:
         w.add_rope_freq_base(spec.rope_base)
-        w.add_rope_dimension_count(spec.head_dim)
+        w.add_rope_dimension_count(spec.n_rot or spec.head_dim)
+    if spec.variant in ("llama-swa", "phi3"):
+        w.add_sliding_window(spec.sliding_window)
     if spec.n_expert:
         w.add_expert_count(spec.n_expert)
         w.add_expert_used_count(spec.n_expert_used)
@@ -267,7 +341,7 @@ def write_tiny_model(
     (with `chat_template` as tokenizer.chat_template when given)."""
     spec = spec_for(arch)
     rng = np.random.default_rng(seed)
-    w = gguf.GGUFWriter(str(path), arch)
+    w = gguf.GGUFWriter(str(path), spec.arch)
     _write_hparams(w, spec)
     _write_tokenizer(w, spec)
     if chat_template is not None:
@@ -281,7 +355,7 @@ def write_weights(w: gguf.GGUFWriter, spec: TinySpec, qtype: T, rng: np.random.G
     writes the file and closes it: the last step of every tiny model."""
     for name, rows, cols, std in _matrices(spec):
         values = (rng.standard_normal((rows, cols)) * std).astype(np.float32)
-        data = encode_matrix(values, qtype, rng)
+        data = encode_matrix(values, qtype, rng, centered=spec.centered)
         w.add_tensor(name, data, raw_dtype=qtype if qtype not in (T.F32, T.F16) else None)
     for name, rows, cols, std in _expert_matrices(spec):
         values = (rng.standard_normal((spec.n_expert * rows, cols)) * std).astype(np.float32)
@@ -293,7 +367,15 @@ def write_weights(w: gguf.GGUFWriter, spec: TinySpec, qtype: T, rng: np.random.G
         router = rng.standard_normal((spec.n_expert, spec.n_embd)) * spec.n_embd ** -0.5
         w.add_tensor(f"blk.{i}.ffn_gate_inp.weight", router.astype(np.float32))
     for name, n in _norms(spec):
-        w.add_tensor(name, rng.uniform(0.5, 1.5, size=n).astype(np.float32))
+        values = rng.uniform(0.5, 1.5, size=n).astype(np.float32)
+        if spec.qk_norm and ("attn_q_norm" in name or "attn_k_norm" in name):
+            # halved: unit-RMS heads of 64 make sharp attention, where the
+            # 8-bit activations of the quantized types move logits by up to
+            # 6% (the numpy reference multiplies exactly); at half, by <= 3%
+            values *= 0.5
+        w.add_tensor(name, values)
+    for name, n in _biases(spec):
+        w.add_tensor(name, (rng.standard_normal(n) * 0.5).astype(np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -304,10 +386,10 @@ def model_path(directory: Path, arch: str, qtype: T) -> Path:
     return directory / f"tiny-{arch}-{qtype.name.lower()}.gguf"
 
 
-def write_all(directory: Path) -> list[Path]:
+def write_all(directory: Path, archs: tuple[str, ...] = ARCHITECTURES) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for arch in ARCHITECTURES:
+    for arch in archs:
         for qtype in WEIGHT_TYPES:
             path = model_path(directory, arch, qtype)
             write_tiny_model(path, arch, qtype)

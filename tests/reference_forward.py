@@ -1,5 +1,6 @@
-"""A numpy reference forward pass for the ``gemma3``, ``llama`` and ``qwen3moe`` GGUF files
-the engine runs: teacher-forced logits for every position of a prompt.
+"""A numpy reference forward pass for the GGUF architectures the engine runs
+(``gemma3``, ``llama``, ``qwen3moe``, ``qwen2``, ``qwen3``, ``phi3``): teacher-forced logits
+for every position of a prompt.
 
 Written for clarity, in float64, from the architecture descriptions (no KV
 cache, a full causal mask per layer).  Weights are read with the ``gguf``
@@ -44,9 +45,18 @@ class Config:
     rope_base: float
     rope_base_local: float
     sliding_window: int
+    swa_period: int  # layer i is local when i % swa_period != swa_period - 1; 0: every layer
+    neox: bool  # RoPE pairs (i, i + n_rot/2) instead of (2i, 2i + 1)
     n_expert: int = 0  # qwen3moe: experts per layer
     n_expert_used: int = 0
     expert_weights_norm: bool = True
+
+
+# NeoX-style RoPE (llama.cpp's LLAMA_ROPE_TYPE_NEOX for these archs)
+NEOX_ARCHS = ("gemma3", "qwen3moe", "qwen2", "qwen3", "phi3")
+# default rope.freq_base / layer_norm_rms_epsilon when a file has none
+ROPE_BASE = {"gemma3": 1e6, "qwen3moe": 1e6, "qwen3": 1e6}
+RMS_EPS = {"gemma3": 1e-6, "qwen2": 1e-6, "qwen3": 1e-6}
 
 
 def _field(reader: GGUFReader, key: str, default: Any = None) -> Any:
@@ -63,8 +73,9 @@ def read_config(reader: GGUFReader) -> Config:
     n_embd = int(_field(reader, f"{arch}.embedding_length"))
     n_head = int(_field(reader, f"{arch}.attention.head_count"))
     head_dim = int(_field(reader, f"{arch}.attention.key_length", n_embd // n_head))
-    gemma = arch == "gemma3"
-    qwen = arch == "qwen3moe"
+    # gemma3: 5 of 6 layers local; llama (Mistral): every layer; phi3's
+    # window is ignored, as llama.cpp does
+    window = int(_field(reader, f"{arch}.attention.sliding_window", 0))
     return Config(
         arch=arch,
         n_embd=n_embd,
@@ -74,10 +85,12 @@ def read_config(reader: GGUFReader) -> Config:
         head_dim=head_dim,
         n_rot=int(_field(reader, f"{arch}.rope.dimension_count", head_dim)),
         rms_eps=float(_field(reader, f"{arch}.attention.layer_norm_rms_epsilon",
-                             1e-6 if gemma else 1e-5)),
-        rope_base=float(_field(reader, f"{arch}.rope.freq_base", 1e6 if gemma or qwen else 1e4)),
+                             RMS_EPS.get(arch, 1e-5))),
+        rope_base=float(_field(reader, f"{arch}.rope.freq_base", ROPE_BASE.get(arch, 1e4))),
         rope_base_local=10000.0,
-        sliding_window=int(_field(reader, f"{arch}.attention.sliding_window", 0)) if gemma else 0,
+        sliding_window=window if arch in ("gemma3", "llama") else 0,
+        swa_period=6 if arch == "gemma3" else 0,
+        neox=arch in NEOX_ARCHS,
         n_expert=int(_field(reader, f"{arch}.expert_count", 0)),
         n_expert_used=int(_field(reader, f"{arch}.expert_used_count", 0)),
         expert_weights_norm=bool(_field(reader, f"{arch}.expert_weights_norm", True)),
@@ -232,28 +245,45 @@ def silu(x: np.ndarray) -> np.ndarray:
 def _self_attention(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray,
                     pos: np.ndarray) -> np.ndarray:
     n = x.shape[0]
-    gemma = cfg.arch == "gemma3"
-    qk_norm = gemma or cfg.arch == "qwen3moe"
-    neox = qk_norm  # gemma3 and qwen3moe rotate pairs (i, i + n_rot/2)
-    local = gemma and cfg.sliding_window > 0 and i % 6 != 5
-    q = (x @ w[f"blk.{i}.attn_q.weight"].T).reshape(n, cfg.n_head, cfg.head_dim)
-    k = (x @ w[f"blk.{i}.attn_k.weight"].T).reshape(n, cfg.n_head_kv, cfg.head_dim)
-    v = (x @ w[f"blk.{i}.attn_v.weight"].T).reshape(n, cfg.n_head_kv, cfg.head_dim)
-    if qk_norm:
+    period = cfg.swa_period
+    local = cfg.sliding_window > 0 and (period == 0 or i % period != period - 1)
+    q, k, v = _qkv(cfg, w, i, x)
+    q, k, v = (q.reshape(n, cfg.n_head, cfg.head_dim), k.reshape(n, cfg.n_head_kv, cfg.head_dim),
+               v.reshape(n, cfg.n_head_kv, cfg.head_dim))
+    if f"blk.{i}.attn_q_norm.weight" in w:  # gemma3, qwen3, qwen3moe
         q = rms_norm(q, w[f"blk.{i}.attn_q_norm.weight"], cfg.rms_eps)
         k = rms_norm(k, w[f"blk.{i}.attn_k_norm.weight"], cfg.rms_eps)
-    base = cfg.rope_base_local if local else cfg.rope_base
-    q = rope(q, pos, cfg.n_rot, base, neox=neox)
-    k = rope(k, pos, cfg.n_rot, base, neox=neox)
+    # gemma3's local layers rotate with their own base
+    base = cfg.rope_base_local if local and cfg.arch == "gemma3" else cfg.rope_base
+    q = rope(q, pos, cfg.n_rot, base, neox=cfg.neox)
+    k = rope(k, pos, cfg.n_rot, base, neox=cfg.neox)
     att = attention(q, k, v, 1.0 / np.sqrt(cfg.head_dim), cfg.sliding_window if local else 0)
     return att @ w[f"blk.{i}.attn_output.weight"].T
 
 
+def _qkv(cfg: Config, w: dict[str, np.ndarray], i: int,
+         x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Queries, keys and values (T, rows) of layer i: the separate matrices
+    plus their biases (qwen2), or the rows [q; k; v] of phi3's attn_qkv."""
+    if f"blk.{i}.attn_qkv.weight" in w:
+        qkv = x @ w[f"blk.{i}.attn_qkv.weight"].T
+        nq, nk = cfg.n_head * cfg.head_dim, cfg.n_head_kv * cfg.head_dim
+        return qkv[:, :nq], qkv[:, nq:nq + nk], qkv[:, nq + nk:]
+    out = []
+    for name in ("attn_q", "attn_k", "attn_v"):
+        y = x @ w[f"blk.{i}.{name}.weight"].T
+        out.append(y + w.get(f"blk.{i}.{name}.bias", 0.0))
+    return out[0], out[1], out[2]
+
+
 def _ffn(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray) -> np.ndarray:
     act = gelu_tanh if cfg.arch == "gemma3" else silu
-    gate = act(x @ w[f"blk.{i}.ffn_gate.weight"].T)
-    up = x @ w[f"blk.{i}.ffn_up.weight"].T
-    return (gate * up) @ w[f"blk.{i}.ffn_down.weight"].T
+    if f"blk.{i}.ffn_gate.weight" in w:
+        gate = x @ w[f"blk.{i}.ffn_gate.weight"].T
+        up = x @ w[f"blk.{i}.ffn_up.weight"].T
+    else:  # phi3: ffn_up holds the rows [gate; up]
+        gate, up = np.split(x @ w[f"blk.{i}.ffn_up.weight"].T, 2, axis=1)
+    return (act(gate) * up) @ w[f"blk.{i}.ffn_down.weight"].T
 
 
 def _moe_ffn(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray) -> np.ndarray:

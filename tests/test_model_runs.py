@@ -4,6 +4,8 @@ prefix reuse, stop conditions, one run per model, cancellation."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +15,7 @@ import gguf
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as T
-from make_tiny_models import model_path, write_tiny_model
+from make_tiny_models import ARCHITECTURES, model_path, spec_for, write_tiny_model
 
 import adil
 from adil._binding import check, ffi
@@ -87,7 +89,37 @@ def test_unknown_architecture_is_a_capability_error(engine: adil.Engine, tmp_pat
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    with pytest.raises(adil.CapabilityError, match="architecture 'mamba'"):
+    names = r"\(supported: llama, gemma3, qwen2, qwen3, phi3"  # arch.c's table, in order
+    with pytest.raises(adil.CapabilityError, match=r"architecture 'mamba'.*" + names):
+        engine.load_model(path)
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_every_architecture_generates(engine: adil.Engine, tmp_path: Path, arch: str) -> None:
+    """Each tiny architecture loads, reports itself and generates greedily,
+    the same tokens twice; `adil generate` runs the file too."""
+    path = model_path(tmp_path, arch, T.Q4_K)
+    write_tiny_model(path, arch, T.Q4_K)
+    with engine.load_model(path, threads=2, context_length=64) as m:
+        assert (m.info.architecture, m.info.name) == (spec_for(arch).arch, f"tiny-{arch}")
+        runs = [m.complete(ids(8), max_tokens=12, sampling=GREEDY).tokens for _ in range(2)]
+    assert len(runs[0]) == 12 and runs[0] == runs[1]
+    cli = subprocess.run([sys.executable, "-m", "adil", "generate", "--model", str(path),
+                          "--max-tokens", "4", "--temperature", "0", "the cat"],
+                         capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 0 and cli.stdout, cli.stderr  # (whitespace is text too)
+
+
+def test_phi3_longrope_is_a_capability_error(engine: adil.Engine, tmp_path: Path) -> None:
+    path = tmp_path / "phi3-128k.gguf"
+    w = gguf.GGUFWriter(str(path), "phi3")
+    w.add_tensor("token_embd.weight", np.zeros((8, 32), dtype=np.float32))
+    w.add_tensor("rope_factors_long.weight", np.ones(16, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(adil.CapabilityError, match="longrope"):
         engine.load_model(path)
 
 

@@ -14,7 +14,7 @@ $ADIL_SMOLLM2_PATH; the tests skip when neither is available.
 Tokenizer: for every string and every (add_bos, parse_special) pair the ids
 are llama.cpp's exactly, and the pieces join to llama.cpp's detokenized text.
 
-Logits, with the tolerances of the gemma3 tests (test_model_gemma_real.py):
+Logits, with the tolerances of the gemma3 tests (tests/llamacpp_compare.py):
   * TOP_MEAN_TOL: over a prompt, the mean |ours - llama.cpp| of the logits of
     llama.cpp's top-10 tokens at every position is at most 0.8 (observed
     0.12 .. 0.27 at every CPU level), TOP_MAX_TOL: at most 3.5 at any single
@@ -49,19 +49,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from llamacpp_compare import argmax_mismatches, assert_greedy_like, top_logit_diffs, with_end
 
 import adil
 import adil.models
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "smollm2_135m"
-TOP_MEAN_TOL = 0.8
-TOP_MAX_TOL = 3.5
-ARGMAX_MARGIN = 2.0
-NEAR_TIE = 0.5
 GREEDY = adil.Sampling(temperature=0.0)
 SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 EOG_TOKENS = (2, 0)  # <|im_end|>, <|endoftext|>: the fixtures' stop tokens
-END = -1  # stands for whichever of them ended a generation
 
 
 def load_fixture(name: str) -> list[dict[str, Any]]:
@@ -166,40 +162,17 @@ def test_round_trip_of_valid_text(smol: adil.Model) -> None:
 
 def test_top_logits_match_llama_cpp(smol: adil.Model) -> None:
     for case in load_fixture("logits.json"):
-        ours = smol.logits(case["ids"])
-        diffs = []
-        for pos, top in enumerate(case["top"]):
-            top_ids = [int(t[0]) for t in top]
-            theirs = np.array([t[1] for t in top], dtype=np.float64)
-            diff = np.abs(ours[pos, top_ids] - theirs)
-            diffs.append(diff.mean())
-            assert diff.max() <= TOP_MAX_TOL, (case["prompt"], pos, diff.max())
-            deficit = float(ours[pos].max() - ours[pos, top_ids[0]])
-            assert deficit <= ARGMAX_MARGIN, (case["prompt"], pos, deficit)
-        assert np.mean(diffs) <= TOP_MEAN_TOL, (case["prompt"], np.mean(diffs))
-
-
-def _gap(top: list[list[float]]) -> float:
-    return float(top[0][1] - top[1][1])
+        top_logit_diffs(smol.logits(case["ids"]), case["top"], case["prompt"])
 
 
 def test_argmax_equals_llama_cpp_away_from_near_ties(smol: adil.Model) -> None:
     checked, wrong = 0, []
     for case in load_fixture("logits.json"):
-        ours = smol.logits(case["ids"])
-        for pos, top in enumerate(case["top"]):
-            if _gap(top) < NEAR_TIE:
-                continue
-            checked += 1
-            if int(np.argmax(ours[pos])) != int(top[0][0]):
-                wrong.append((case["prompt"][-30:], pos, _gap(top)))
+        n, bad = argmax_mismatches(smol.logits(case["ids"]), case["top"])
+        checked += n
+        wrong += [(case["prompt"][-30:], pos, gap) for pos, gap in bad]
     assert checked >= 500
     assert not wrong, wrong
-
-
-def _with_end(ids: list[int], ended: bool) -> list[int]:
-    """ids, then END where generation stopped at an end-of-generation token."""
-    return ids + ([END] if ended else [])
 
 
 def _assert_greedy_like_llama_cpp(case: dict[str, Any], tokens: list[int], ended: bool,
@@ -209,21 +182,14 @@ def _assert_greedy_like_llama_cpp(case: dict[str, Any], tokens: list[int], ended
     logits = {c["prompt"]: c for c in load_fixture("logits.json")}
     # llama.cpp's ids end with the EOG token it stopped at; ours leave it out
     eog = case["stop"] == "eog"
-    ours = _with_end(tokens, ended)
-    theirs = _with_end(case["ids"][:-1] if eog else case["ids"], eog)
+    ours = with_end(tokens, ended)
+    theirs = with_end(case["ids"][:-1] if eog else case["ids"], eog)
     if ours == theirs:
         assert text == case["text"]
         return
     n_prompt = len(case["prompt_ids"])
     tops = logits[case["prompt"]]["top"][n_prompt - 1 :]  # tops[i]: before token i
-    part = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b)
-    first_tie = next(i for i, top in enumerate(tops) if _gap(top) < NEAR_TIE)
-    assert part >= first_tie, (case["prompt"], part, first_tie)
-    # ours there is a token llama.cpp scores within NEAR_TIE of its best
-    best = float(tops[part][0][1])
-    close = {int(t[0]) for t in tops[part] if best - float(t[1]) < NEAR_TIE}
-    close |= {END} if close & set(EOG_TOKENS) else set()
-    assert ours[part] in close, (case["prompt"], part, tops[part][:3])
+    assert_greedy_like(ours, theirs, tops, case["prompt"], EOG_TOKENS)
 
 
 def test_greedy_continuations_match_llama_cpp(smol: adil.Model) -> None:

@@ -80,7 +80,12 @@ adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int
     const adil_mm_group qkv = qkv_group(L, fw->q, k, v);
     if ((st = adil_matmul_group(fw->pool, &qkv, xb, T, fw->mm_scratch, fw->mm_scratch_size))) return st;
 
-    /* per-head RMS norms of queries and keys (gemma3): rows of head_dim */
+    /* projection biases (qwen2, gpt-oss) */
+    if (L->bq) adil_add_bias(fw->q, L->bq, T, L->wq.rows);
+    if (L->bk) adil_add_bias(k, L->bk, T, L->wk.rows);
+    if (L->bv) adil_add_bias(v, L->bv, T, L->wv.rows);
+
+    /* per-head RMS norms of queries and keys (gemma3, qwen3): rows of head_dim */
     if (L->q_norm)
         adil_rmsnorm_rows(fw->pool, fw->q, fw->q, L->q_norm, T * hp->n_head, hp->head_dim, hp->rms_eps);
     if (L->k_norm) adil_rmsnorm_rows(fw->pool, k, k, L->k_norm, T * hp->n_head_kv, hp->head_dim, hp->rms_eps);
@@ -95,7 +100,9 @@ adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int
 
     /* output projection: out (T, n_embd) */
     const adil_mm_group wo = single(&L->wo, out);
-    return adil_matmul_group(fw->pool, &wo, fw->att, T, fw->mm_scratch, fw->mm_scratch_size);
+    if ((st = adil_matmul_group(fw->pool, &wo, fw->att, T, fw->mm_scratch, fw->mm_scratch_size))) return st;
+    if (L->bo) adil_add_bias(out, L->bo, T, L->wo.rows);
+    return ADIL_OK;
 }
 
 adil_status adil_gated_ffn(const adil_transformer *m, adil_forward *fw, int64_t il, const float *xb,

@@ -18,8 +18,9 @@ typedef struct adil_attn_cfg {
 
 /* out (T, n_embd) = Wo · attention(q, k, v) for the normed input xb
  * (T, n_embd) of layer il at positions pos0..: projects q into fw->q and k,
- * v straight into the cache rows pos0..pos0+T-1, applies the layer's q/k RMS
- * norms when it has them, rotates q and k, attends (fw->att) and projects. */
+ * v straight into the cache rows pos0..pos0+T-1, adds the layer's biases and
+ * applies its q/k RMS norms when it has them, rotates q and k, attends
+ * (fw->att) and projects (plus the output bias when there is one). */
 adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int64_t il, const float *xb,
                                 int64_t T, int64_t pos0, const adil_attn_cfg *cfg, float *out);
 

@@ -93,6 +93,20 @@ adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int 
     return adil_bind_matrix(f, "blk.%d.ffn_down.weight", il, D, ff, &L->ffn_down, NULL);
 }
 
+size_t adil_attn_bias_floats(const adil_hparams *hp) {
+    return (size_t)(hp->n_head * hp->head_dim + hp->n_head_kv * (hp->head_dim + hp->head_dim_v) + hp->n_embd);
+}
+
+adil_status adil_bind_attn_biases(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {
+    adil_layer *L = &m->layers[il];
+    bool found = false; /* each bias is optional */
+    adil_status st;
+    if ((st = adil_bind_vector(f, "blk.%d.attn_q.bias", il, L->wq.rows, a, &L->bq, &found))) return st;
+    if ((st = adil_bind_vector(f, "blk.%d.attn_k.bias", il, L->wk.rows, a, &L->bk, &found))) return st;
+    if ((st = adil_bind_vector(f, "blk.%d.attn_v.bias", il, L->wv.rows, a, &L->bv, &found))) return st;
+    return adil_bind_vector(f, "blk.%d.attn_output.bias", il, L->wo.rows, a, &L->bo, &found);
+}
+
 adil_status adil_load_end(const gguf_file *f, adil_transformer *m, adil_f32_arena *arena) {
     adil_status st =
         adil_bind_vector(f, "output_norm.weight", -1, m->hp.n_embd, arena, &m->output_norm, NULL);

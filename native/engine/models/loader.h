@@ -49,6 +49,13 @@ adil_status adil_bind_attn_common(const gguf_file *f, adil_transformer *m, int i
  * Architectures bind their extra tensors (Q/K norms, post-norms) after it. */
 adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *arena);
 
+/* Floats of the arena the optional attention biases of one layer may take. */
+size_t adil_attn_bias_floats(const adil_hparams *hp);
+
+/* Binds the optional biases blk.il.attn_{q,k,v,output}.bias (qwen2 has the
+ * first three, gpt-oss all four) into the arena; absent ones stay NULL. */
+adil_status adil_bind_attn_biases(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *arena);
+
 /* Binds output_norm.weight and output.weight (tied to token_embd when the
  * file has none) and counts the file's parameters and bytes. */
 adil_status adil_load_end(const gguf_file *f, adil_transformer *m, adil_f32_arena *arena);

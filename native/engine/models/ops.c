@@ -41,6 +41,10 @@ void adil_add(float *x, const float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] += y[i];
 }
 
+void adil_add_bias(float *x, const float *b, int64_t T, int64_t n) {
+    for (int64_t t = 0; t < T; t++) adil_add(x + t * n, b, n);
+}
+
 void adil_scale(float *x, float s, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] *= s;
 }

@@ -22,6 +22,9 @@ void adil_rmsnorm_rows(adil_pool *pool, float *out, const float *x, const float 
 /* x[i] += y[i], i < n. */
 void adil_add(float *x, const float *y, int64_t n);
 
+/* x[t, i] += b[i] for each of T rows of n: a bias on a projection's output. */
+void adil_add_bias(float *x, const float *b, int64_t T, int64_t n);
+
 /* x[i] *= s, i < n. */
 void adil_scale(float *x, float s, int64_t n);
 

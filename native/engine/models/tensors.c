@@ -5,6 +5,7 @@
 #include "models/tensors.h"
 
 #include "compute/kernels.h"
+#include "compute/weight_types.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -108,6 +109,13 @@ adil_status adil_bind_matrix(const gguf_file *f, const char *fmt, int layer, int
 adil_status adil_bind_experts(const gguf_file *f, const char *fmt, int layer, int64_t n_expert, int64_t rows,
                               int64_t cols, adil_weight *out, bool *found) {
     return bind_weight(f, fmt, layer, n_expert, rows, cols, out, found);
+}
+
+adil_weight adil_weight_rows(const adil_weight *w, int64_t r0, int64_t n) {
+    adil_weight v = *w;
+    v.rows = n;
+    v.data = (const uint8_t *)w->data + (size_t)r0 * adil_row_size(w->type, w->cols);
+    return v;
 }
 
 /* Dequantizes `name`, ne = [cols, rows], into the arena. */

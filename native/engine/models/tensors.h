@@ -38,6 +38,10 @@ adil_status adil_bind_matrix(const gguf_file *f, const char *name, int layer, in
 adil_status adil_bind_experts(const gguf_file *f, const char *name, int layer, int64_t n_expert, int64_t rows,
                               int64_t cols, adil_weight *out, bool *found);
 
+/* Rows [r0, r0 + n) of w as a weight of their own (a view of the same data):
+ * how fused tensors (phi3's attn_qkv, ffn_up) are split. */
+adil_weight adil_weight_rows(const adil_weight *w, int64_t r0, int64_t n);
+
 /* A bump allocator for the f32 copies of small vectors (norm weights). */
 typedef struct adil_f32_arena {
     float *base;

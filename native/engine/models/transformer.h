@@ -4,7 +4,7 @@
  * file), and the per-context state a forward pass works in (KV cache,
  * activation buffers, thread pool, stop check).
  *
- * Each architecture is one file (llama.c, gemma3.c) exporting an
+ * Each architecture is one file (llama.c, gemma3.c, qwen2.c, ...) exporting an
  * adil_arch: a loader that reads its hyperparameters and binds its tensors,
  * and a forward pass that reads like llama2.c's run.c.  arch.c maps
  * general.architecture to one of them.
@@ -76,7 +76,7 @@ typedef struct adil_hparams {
     adil_yarn rope_yarn;    /* YaRN on top of rope_scale (ext_factor 0: off) */
     bool rope_neox;         /* rotate pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
     int64_t sliding_window; /* tokens a local layer sees (itself included); 0 = none */
-    int64_t swa_period;     /* layer l is local when l % swa_period != swa_period - 1 */
+    int64_t swa_period;     /* layer l is local when l % swa_period != swa_period - 1; 0 = every layer */
     float attn_scale;       /* multiplies q·k */
     float embd_scale;       /* multiplies the looked-up embeddings */
     float final_softcap;    /* logits = c * tanh(logits / c); 0 = off */
@@ -89,28 +89,32 @@ typedef struct adil_hparams {
     adil_expert_gating expert_gating;
 } adil_hparams;
 
-/* True when layer `il` attends only to the last sliding_window positions. */
+/* True when layer `il` attends only to the last sliding_window positions:
+ * every layer when swa_period is 0 (Mistral), else all but the last of each
+ * period (gemma3: 5 of 6). */
 static inline bool adil_layer_is_local(const adil_hparams *hp, int64_t il) {
-    return hp->sliding_window > 0 && hp->swa_period > 0 && il % hp->swa_period != hp->swa_period - 1;
+    if (hp->sliding_window <= 0) return false;
+    return hp->swa_period == 0 || il % hp->swa_period != hp->swa_period - 1;
 }
 
 /* ---- weights ------------------------------------------------------------- */
 
 typedef struct adil_layer {
-    const float *attn_norm;      /* (n_embd) */
-    adil_weight wq;              /* (n_head * head_dim, n_embd) */
-    adil_weight wk;              /* (n_head_kv * head_dim, n_embd) */
-    adil_weight wv;              /* (n_head_kv * head_dim_v, n_embd) */
-    const float *q_norm;         /* (head_dim) or NULL: RMS norm of each query head */
-    const float *k_norm;         /* (head_dim) or NULL: RMS norm of each key head */
-    const float *attn_sinks;     /* (n_head) or NULL: per-head logits that join the softmax */
-    adil_weight wo;              /* (n_embd, n_head * head_dim_v) */
-    const float *post_attn_norm; /* (n_embd) or NULL: norm of the attention output */
-    const float *ffn_norm;       /* (n_embd) */
-    adil_weight ffn_gate;        /* (n_ff, n_embd) */
-    adil_weight ffn_up;          /* (n_ff, n_embd) */
-    adil_weight ffn_down;        /* (n_embd, n_ff) */
-    const float *post_ffn_norm;  /* (n_embd) or NULL: norm of the FFN output */
+    const float *attn_norm;         /* (n_embd) */
+    adil_weight wq;                 /* (n_head * head_dim, n_embd) */
+    adil_weight wk;                 /* (n_head_kv * head_dim, n_embd) */
+    adil_weight wv;                 /* (n_head_kv * head_dim_v, n_embd) */
+    const float *q_norm;            /* (head_dim) or NULL: RMS norm of each query head */
+    const float *k_norm;            /* (head_dim) or NULL: RMS norm of each key head */
+    const float *attn_sinks;        /* (n_head) or NULL: per-head logits that join the softmax */
+    adil_weight wo;                 /* (n_embd, n_head * head_dim_v) */
+    const float *bq, *bk, *bv, *bo; /* (rows) or NULL: biases added to wq, wk, wv, wo's outputs */
+    const float *post_attn_norm;    /* (n_embd) or NULL: norm of the attention output */
+    const float *ffn_norm;          /* (n_embd) */
+    adil_weight ffn_gate;           /* (n_ff, n_embd) */
+    adil_weight ffn_up;             /* (n_ff, n_embd) */
+    adil_weight ffn_down;           /* (n_embd, n_ff) */
+    const float *post_ffn_norm;     /* (n_embd) or NULL: norm of the FFN output */
     /* mixture of experts (models/moe.h; ffn_gate/up/down unused).  The expert
      * tensors are 3-D in the file, ne = [cols, rows, n_expert]: expert e is
      * rows [e * rows, (e + 1) * rows) of the matrix seen as 2-D. */
@@ -229,6 +233,9 @@ typedef struct adil_arch {
 extern const adil_arch adil_arch_llama;
 extern const adil_arch adil_arch_gemma3;
 extern const adil_arch adil_arch_qwen3moe;
+extern const adil_arch adil_arch_qwen2;
+extern const adil_arch adil_arch_qwen3;
+extern const adil_arch adil_arch_phi3;
 
 /* The architecture called `name` (len bytes), or NULL. */
 const adil_arch *adil_arch_find(const char *name, size_t len);

@@ -1,0 +1,160 @@
+/*
+ * phi3.c — the Phi-3 architecture (general.architecture = "phi3"): Phi-3,
+ * Phi-3.5 and Phi-4(-mini) dense models.  A llama with
+ *  - q, k and v fused into one matrix attn_qkv (rows [q; k; v]), split here
+ *    into three views of its rows (separate attn_q/k/v are read too);
+ *  - gate and up fused into ffn_up (rows [gate; up], 2 * n_ff), split the
+ *    same way: SwiGLU is silu(first half) * second half;
+ *  - NeoX-style RoPE over the first rope.dimension_count dims of a head
+ *    (partial rotary: Phi-4-mini rotates 96 of 128);
+ *  - an output head of its own or tied to the embedding.
+ * attention.sliding_window is read and ignored, as llama.cpp does (its
+ * converter's value does not describe the model's layers correctly).  Files
+ * with rope_factors_long/short (the 128k "longrope" models) are refused.
+ */
+#include "models/blocks.h"
+#include "models/loader.h"
+#include "models/tensors.h"
+
+#include <math.h>
+
+#define ARCH "phi3"
+
+static adil_status read_hparams(const gguf_file *f, adil_hparams *hp) {
+    adil_status st;
+    int64_t ctx = 0;
+    if ((st = adil_hp_read_common(f, ARCH, hp))) return st;
+    if ((st = adil_hp_int(f, ARCH, "rope.dimension_count", hp->head_dim, 1024, &hp->n_rot))) return st;
+    if ((st = adil_hp_int(f, ARCH, "context_length", 4096, 1 << 24, &ctx))) return st;
+    if ((st = adil_hp_float(f, ARCH, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps))) return st;
+    if ((st = adil_hp_float(f, ARCH, "rope.freq_base", 10000.0f, &hp->rope_base))) return st;
+    hp->n_ctx_train = (uint32_t)ctx;
+    if ((st = adil_rope_scaling(f, ARCH, hp))) return st; /* linear, yarn or none */
+
+    hp->rope_base_local = hp->rope_base;
+    hp->rope_neox = true;
+    hp->sliding_window = 0; /* see the top of this file */
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+    hp->embd_scale = 1.0f;
+    hp->ffn_act = ADIL_FFN_SILU;
+    return ADIL_OK;
+}
+
+/* q, k, v: views of the fused attn_qkv (and its bias) when the file has it,
+ * else the separate tensors and their optional biases. */
+static adil_status bind_qkv(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {
+    const adil_hparams *hp = &m->hp;
+    adil_layer *L = &m->layers[il];
+    const int64_t nq = hp->n_head * hp->head_dim, nk = hp->n_head_kv * hp->head_dim;
+    const int64_t nv = hp->n_head_kv * hp->head_dim_v;
+    adil_weight qkv;
+    bool fused = false;
+    adil_status st =
+        adil_bind_matrix(f, "blk.%d.attn_qkv.weight", il, nq + nk + nv, hp->n_embd, &qkv, &fused);
+    if (st) return st;
+    if (!fused) {
+        if ((st = adil_bind_matrix(f, "blk.%d.attn_q.weight", il, nq, hp->n_embd, &L->wq, NULL))) return st;
+        if ((st = adil_bind_matrix(f, "blk.%d.attn_k.weight", il, nk, hp->n_embd, &L->wk, NULL))) return st;
+        if ((st = adil_bind_matrix(f, "blk.%d.attn_v.weight", il, nv, hp->n_embd, &L->wv, NULL))) return st;
+        return ADIL_OK;
+    }
+    L->wq = adil_weight_rows(&qkv, 0, nq);
+    L->wk = adil_weight_rows(&qkv, nq, nk);
+    L->wv = adil_weight_rows(&qkv, nq + nk, nv);
+    const float *b = NULL;
+    bool biased = false;
+    if ((st = adil_bind_vector(f, "blk.%d.attn_qkv.bias", il, nq + nk + nv, a, &b, &biased))) return st;
+    if (biased) {
+        L->bq = b;
+        L->bk = b + nq;
+        L->bv = b + nq + nk;
+    }
+    return ADIL_OK;
+}
+
+static adil_status bind_layer(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {
+    const adil_hparams *hp = &m->hp;
+    const int64_t D = hp->n_embd, ff = hp->n_ff;
+    adil_layer *L = &m->layers[il];
+    adil_weight up;
+    adil_status st;
+    if ((st = adil_bind_vector(f, "blk.%d.attn_norm.weight", il, D, a, &L->attn_norm, NULL))) return st;
+    if ((st = bind_qkv(f, m, il, a))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.attn_output.weight", il, D, hp->n_head * hp->head_dim_v, &L->wo,
+                               NULL)))
+        return st;
+    if ((st = adil_bind_vector(f, "blk.%d.ffn_norm.weight", il, D, a, &L->ffn_norm, NULL))) return st;
+    if ((st = adil_bind_matrix(f, "blk.%d.ffn_up.weight", il, 2 * ff, D, &up, NULL))) return st;
+    L->ffn_gate = adil_weight_rows(&up, 0, ff);
+    L->ffn_up = adil_weight_rows(&up, ff, ff);
+    return adil_bind_matrix(f, "blk.%d.ffn_down.weight", il, D, ff, &L->ffn_down, NULL);
+}
+
+/* The 128k models' per-frequency factors need longrope's attention factor
+ * and a switch at the original context length: not done yet. */
+static adil_status refuse_longrope(const gguf_file *f) {
+    if (gguf_find_tensor(f, "rope_factors_long.weight") ||
+        gguf_find_tensor(f, "blk.0.rope_factors_long.weight"))
+        return adil_fail(ADIL_STATUS_CAPABILITY,
+                         "model: rope scaling 'longrope' (tensor rope_factors_long.weight) is not supported "
+                         "by this engine");
+    return ADIL_OK;
+}
+
+static adil_status phi3_load(const gguf_file *f, adil_transformer *m) {
+    adil_status st = refuse_longrope(f);
+    if (st == ADIL_OK) st = read_hparams(f, &m->hp);
+    if (st == ADIL_OK) st = adil_hparams_check(m);
+    if (st != ADIL_OK) return st;
+    /* norm vectors: 2 of width n_embd per layer, the fused q/k/v bias, output_norm */
+    const size_t per_layer = 2 * (size_t)m->hp.n_embd + adil_attn_bias_floats(&m->hp);
+    adil_f32_arena arena;
+    st = adil_load_begin(f, m, per_layer * (size_t)m->hp.n_layer + (size_t)m->hp.n_embd, &arena);
+    for (int il = 0; st == ADIL_OK && il < m->hp.n_layer; il++) st = bind_layer(f, m, il, &arena);
+    if (st == ADIL_OK) st = adil_load_end(f, m, &arena);
+    return st;
+}
+
+static adil_status phi3_forward(const adil_transformer *m, adil_forward *fw, const int32_t *tokens, int64_t T,
+                                int64_t pos0, float *logits, bool all_logits) {
+    const adil_hparams *hp = &m->hp;
+    const int64_t D = hp->n_embd;
+    float *x = fw->x;     /* (T, D) the residual stream */
+    float *xb = fw->xb;   /* (T, D) normed input of a block */
+    float *xb2 = fw->xb2; /* (T, D) output of a block */
+    const adil_attn_cfg attn = {
+        .rope = {.n_rot = hp->n_rot,
+                 .base = hp->rope_base,
+                 .scale = hp->rope_scale,
+                 .neox = true,
+                 .yarn = &hp->rope_yarn},
+        .window = 0,
+        .scale = hp->attn_scale,
+    };
+    adil_status st;
+
+    /* token embeddings */
+    if ((st = adil_get_rows(&m->tok_embd, tokens, T, x))) return st;
+
+    for (int64_t il = 0; il < hp->n_layer; il++) {
+        const adil_layer *L = &m->layers[il];
+
+        /* a cancel or a deadline stops between layers */
+        if (fw->stop && (st = fw->stop(fw->stop_user))) return st;
+
+        /* attention (q/k/v: views of the fused matrix): pre-norm, attend, residual */
+        adil_rmsnorm_rows(fw->pool, xb, x, L->attn_norm, T, D, hp->rms_eps);
+        if ((st = adil_self_attention(m, fw, il, xb, T, pos0, &attn, xb2))) return st;
+        adil_add(x, xb2, T * D);
+
+        /* feed-forward (gate and up: halves of the fused ffn_up): pre-norm, SwiGLU, residual */
+        adil_rmsnorm_rows(fw->pool, xb, x, L->ffn_norm, T, D, hp->rms_eps);
+        if ((st = adil_gated_ffn(m, fw, il, xb, T, xb2))) return st;
+        adil_add(x, xb2, T * D);
+    }
+
+    /* final norm and output head */
+    return adil_output_logits(m, fw, x, T, logits, all_logits);
+}
+
+const adil_arch adil_arch_phi3 = {ARCH, phi3_load, phi3_forward};
