@@ -426,7 +426,9 @@ def test_busy_while_another_runs_health_never_busy(serve: Callable[..., Server])
 
 def test_disconnect_cancels_only_its_own_run(serve: Callable[..., Server]) -> None:
     text = "A short answer that keeps going for a while."
-    server = serve(turns(text, "next", delay_ms=10))
+    # 44 tokens at 40 ms: the run outlasts the three clients below (each a new
+    # httpx.Client, 0.1-0.3 s apiece on a busy machine)
+    server = serve(turns(text, "next", delay_ms=40))
     with client(server) as http, http.stream(
             "POST", "/adil/v1/generate",
             json={"prompt": "x", "stream": True}) as kept:

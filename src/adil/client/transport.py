@@ -4,9 +4,11 @@ deadlines httpx does not have, retries, and errors mapped onto
 
 Deadlines.  ``connect`` and ``read`` become httpx's connect and read
 timeouts, each cut down to what is left of ``total``.  httpx has no total
-timeout, so a streamed response is watched by a small watchdog thread of its
-own: when the total deadline passes (or the request's cancel token is set)
-it shuts the socket down, which wakes the reading thread at once, and the
+timeout, so streamed responses are watched by a watchdog thread (one per
+transport, started with its first stream, not one per stream: starting a
+thread waits for it to run, on every call's path): when a stream's total
+deadline passes (or its request's cancel token is set) it shuts that
+stream's socket down, which wakes the reading thread at once, and the
 server, seeing the connection close, cancels exactly that run.  The same
 reader notices a read deadline across the server's ``: ping`` comments (a
 ping is not a token).
@@ -128,8 +130,10 @@ class Transport:
         self.errors = errors
         self._http = httpx.Client(base_url=self.base_url, headers=dict(headers),
                                   follow_redirects=False, trust_env=False)
+        self._watchdog = Watchdog()
 
     def close(self) -> None:
+        self._watchdog.close()
         self._http.close()
 
     # -- deadlines ------------------------------------------------------
@@ -270,7 +274,7 @@ class Transport:
                     f"{path}: the service answered {kind or 'without a content type'}, not a "
                     "stream of events (is this the right server?)", status=response.status_code,
                     request_id=response.headers.get("x-request-id"))
-            return EventStream(response, deadline, cancel)
+            return EventStream(response, deadline, cancel, self._watchdog)
 
         stream: EventStream = self._attempts(attempt, deadline, should_stop)
         return stream
@@ -280,23 +284,23 @@ class EventStream:
     """The events of one streamed response, read under the call's deadlines;
     ``abort()`` (any thread) ends it at once."""
 
-    def __init__(self, response: httpx.Response, deadline: Deadline, cancel: Any) -> None:
+    def __init__(self, response: httpx.Response, deadline: Deadline, cancel: Any,
+                 watchdog: Watchdog) -> None:
         self.response = response
         self.request_id: str | None = response.headers.get("x-request-id")
         self.deadline = deadline
         self.reason: AbortReason | None = None
         self._cancel = cancel
         self._lock = threading.Lock()
-        self._wake = threading.Event()
         self._done = False
         self._lines: Iterator[str] = response.iter_lines()
         self._socket = _socket_of(response)
-        self._remove = _subscribe(cancel, self._wake.set)
-        self._watchdog: threading.Thread | None = None
+        self._watchdog: Watchdog | None = None
+        self._remove: Callable[[], None] = lambda: None
         if deadline.timeout.total is not None or cancel is not None:
-            self._watchdog = threading.Thread(target=self._watch, daemon=True,
-                                              name="adil-client-watchdog")
-            self._watchdog.start()
+            self._watchdog = watchdog
+            watchdog.watch(self)
+            self._remove = _subscribe(cancel, watchdog.wake)
 
     # -- ending -----------------------------------------------------------
     def abort(self, reason: AbortReason) -> None:
@@ -314,37 +318,36 @@ class EventStream:
                 self.response.close()
         except (OSError, httpx.HTTPError):
             pass
-        self._wake.set()
 
     def close(self) -> None:
-        """Stops the watchdog and frees the connection (idempotent)."""
+        """Leaves the watchdog and frees the connection (idempotent)."""
         with self._lock:
             already = self._done
             self._done = True
-        self._wake.set()
         if already:
             return
         self._remove()
+        if self._watchdog is not None:
+            self._watchdog.forget(self)
         self.response.close()
 
-    def _watch(self) -> None:
-        polling = self._cancel is not None and not hasattr(self._cancel, "add_callback")
-        while True:
-            with self._lock:
-                if self._done or self.reason is not None:
-                    return
-            if self._cancel is not None and self._cancel.cancelled():
-                self.abort("cancelled")
-                return
-            left = self.deadline.remaining()
-            if left is not None and left <= 0:
-                self.abort("total")
-                return
-            wait = left
-            if polling:
-                wait = _POLL if wait is None else min(wait, _POLL)
-            self._wake.wait(wait)
-            self._wake.clear()
+    def check(self) -> float | None:
+        """The watchdog's look at this stream: aborts it when its cancel
+        token is set or its total deadline passed; else how long the
+        watchdog may wait before looking again (None: until woken)."""
+        with self._lock:
+            if self._done or self.reason is not None:
+                return None
+        if self._cancel is not None and self._cancel.cancelled():
+            self.abort("cancelled")
+            return None
+        left = self.deadline.remaining()
+        if left is not None and left <= 0:
+            self.abort("total")
+            return None
+        if self._cancel is not None and not hasattr(self._cancel, "add_callback"):
+            return _POLL if left is None else min(left, _POLL)  # a token that cannot call back
+        return left
 
     # -- reading ----------------------------------------------------------
     def next_event(self) -> Event | None:
@@ -404,6 +407,63 @@ class EventStream:
             error.request_id = self.request_id
             raise error
         raise Stopped(reason)
+
+
+class Watchdog:
+    """One thread that watches the open streams of a transport: ends each
+    one whose total deadline passed or whose cancel token was set
+    (:meth:`EventStream.check`).  Started with the first stream; ``close()``
+    stops it."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._streams: set[EventStream] = set()
+        self._woken = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def watch(self, stream: EventStream) -> None:
+        with self._cond:
+            self._streams.add(stream)
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="adil-client-watchdog")
+                self._thread.start()
+            self._wake_locked()
+
+    def forget(self, stream: EventStream) -> None:
+        with self._cond:
+            self._streams.discard(stream)
+
+    def wake(self) -> None:
+        """Look at every stream now (a cancel token was set; any thread)."""
+        with self._cond:
+            self._wake_locked()
+
+    def _wake_locked(self) -> None:
+        self._woken = True
+        self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._wake_locked()
+            thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                self._woken = False
+                streams = list(self._streams)
+                self._cond.release()  # aborting shuts sockets down: not under the lock
+                try:
+                    waits = [w for w in (s.check() for s in streams) if w is not None]
+                finally:
+                    self._cond.acquire()
+                if not self._woken:
+                    self._cond.wait(min(waits) if waits else None)
 
 
 class Stopped(Exception):

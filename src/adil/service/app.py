@@ -33,15 +33,23 @@ in a worker thread and calls its `cancel` callback on a disconnect, then
 waits for the work to stop.  A :class:`StreamingResponse`'s body iterator
 is closed (``aclose``) when the client goes away; its ``finally`` cancels the
 run and waits for the engine.
+
+Runs whose items are streamed (a generation's pieces) use :class:`RunPump`:
+one worker thread starts the run and steps it, handing every item to the
+event loop as it comes, instead of one :meth:`Request.call` per step (a
+round trip between the loop and a worker thread per token, and two on the
+first token's path).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..errors import InvalidArgumentError
 
@@ -54,11 +62,13 @@ __all__ = [
     "Response",
     "Route",
     "Router",
+    "RunPump",
     "ServiceContext",
     "StreamingResponse",
 ]
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Iterator[Any])
 
 JSON_TYPE = "application/json"
 
@@ -176,6 +186,142 @@ class Request:
             raise
         finally:
             gone.cancel()
+
+
+class RunPump(Generic[R]):
+    """An engine run started and stepped in one worker thread, ahead of the
+    event loop: ``start()`` there (e.g. ``model.generate``), then ``next()``
+    of what it returned until the end, each result handed to the loop as it
+    comes; ``close(run)`` runs there too once the stepping stopped.  Why:
+    asking a worker for every step costs a thread round trip per token, two
+    on the first token's path (start, then the first step); here the worker
+    never waits for the loop, and the response head goes out while the first
+    step runs.
+
+    The worker runs at most ``AHEAD`` items ahead of the loop, so that a
+    client that stops reading holds its run back (and its write deadline
+    ends it), not the server's memory.
+
+    `cancel` (thread-safe, e.g. a CancelToken's) is called when the client
+    goes away and by :meth:`aclose` while the run still goes; the worker
+    stops stepping at its next item.  :meth:`aclose` (idempotent) always
+    waits until the worker has stopped — the engine is idle after it — and
+    raises what `close` raised.  Created on the event loop's thread; every
+    method there too."""
+
+    AHEAD = 4
+
+    def __init__(self, request: Request, start: Callable[[], R], *,
+                 cancel: Callable[[], None], close: Callable[[R], None]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._cancel = cancel
+        self._close = close
+        self._results: collections.deque[tuple[str, Any]] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._stop = threading.Event()  # the loop asks the worker to stop stepping
+        self._credits = threading.Semaphore(self.AHEAD)  # items the worker may still post
+        self._ended = False  # the last result ("end" or "error") was taken
+        self._ran_out = False  # the worker stepped to the end (nothing left to cancel)
+        self._close_error: BaseException | None = None
+        self._worker = self._loop.run_in_executor(None, self._work, start)
+        # One watcher for the whole run (not one per step).
+        self._gone = asyncio.ensure_future(request.disconnected.wait())
+        self._gone.add_done_callback(self._on_gone)
+
+    # -- the worker thread ----------------------------------------------
+    def _work(self, start: Callable[[], R]) -> None:
+        try:
+            run = start()
+        except BaseException as exc:  # noqa: BLE001 - handed to the loop, raised there
+            self._post("error", exc)
+            return
+        self._post("started", run)
+        try:
+            while self._credits.acquire() and not self._stop.is_set():
+                item = next(run, None)
+                if item is None:
+                    break
+                self._post("item", item)
+        except BaseException as exc:  # noqa: BLE001 - as above
+            self._ran_out = True
+            self._post("error", exc)
+        else:
+            self._ran_out = True
+            self._post("end", None)
+        finally:
+            try:
+                self._close(run)
+            except BaseException as exc:  # noqa: BLE001 - raised by aclose()
+                self._close_error = exc
+
+    def _post(self, kind: str, value: Any) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._deliver, kind, value)
+        except RuntimeError:  # the loop is closed: the server stopped, nobody reads
+            pass
+
+    # -- the event loop -------------------------------------------------
+    def _deliver(self, kind: str, value: Any) -> None:
+        self._results.append((kind, value))
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _take(self) -> tuple[str, Any]:
+        while not self._results:
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._results.popleft()
+
+    async def started(self) -> R:
+        """What `start` returned; raises what it raised."""
+        kind, value = await self._take()
+        if kind == "error":
+            self._ended = True
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    async def next(self) -> Any:
+        """The next item; None at the end (or once stopped); raises what a
+        step raised."""
+        if self._ended:
+            return None
+        kind, value = await self._take()
+        if kind == "item":
+            self._credits.release()
+            return value
+        self._ended = True
+        if kind == "error":
+            raise value
+        return None
+
+    def _on_gone(self, watcher: asyncio.Future[Any]) -> None:
+        if not watcher.cancelled():
+            self._stop_run()
+
+    def _stop_run(self) -> None:
+        self._stop.set()
+        self._credits.release()  # a worker waiting for the loop wakes and stops
+        if not (self._ran_out or self._worker.done()):
+            self._cancel()
+
+    async def aclose(self) -> None:
+        """Cancels the run if still going and waits for the worker (shielded
+        from this task's cancellation: the engine must be idle after it)."""
+        self._gone.cancel()
+        self._stop_run()
+        if not self._worker.done():
+            try:
+                await asyncio.shield(self._worker)
+            except asyncio.CancelledError:
+                await asyncio.wait({self._worker})
+                raise
+        error, self._close_error = self._close_error, None
+        if error is not None:
+            raise error
 
 
 @dataclass

@@ -4,7 +4,9 @@ and ``/health``.
 Each handler parses its body first (400), then asks for the model (503
 while loading), then, for runs (generate, logits), the run slot (503 busy).
 Engine calls run in worker threads through :meth:`Request.call`, which
-cancels the run when the client goes away.
+cancels the run when the client goes away; a streamed generation runs in
+one worker thread from its start to its end (:class:`~adil.service.app.
+RunPump`), its pieces sent as they come.
 """
 
 from __future__ import annotations
@@ -12,16 +14,19 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from ..constraints import Constraint
 from ..errors import AdilError, InvalidArgumentError
 from ..generation import Generation, Piece, TokenLogprob
 from ..sampling import DEFAULT_SAMPLING
 from ..timeouts import Timeout
-from .app import Request, Response, Router, StreamingResponse, sse_event
+from .app import Request, Response, Router, RunPump, StreamingResponse, sse_event
 from .errors_http import error_body
+
+if TYPE_CHECKING:
+    from ..engine import Model
 
 __all__ = ["routes"]
 
@@ -211,10 +216,10 @@ async def generate(request: Request) -> Response | StreamingResponse:
     stream = _field(body, "stream", (bool,), False)
     model = request.model
     request.take_slot()
+    if stream:
+        return await _stream_generation(request, model, prompt, kwargs)
     gen = await request.call(lambda: model.generate(prompt, **kwargs))
     run = _GenerationRun(request, gen)
-    if stream:
-        return StreamingResponse(_events(request, run), on_close=run.close)
     try:
         await request.call(lambda: _drain(gen), cancel=gen.cancel)
     finally:
@@ -252,20 +257,63 @@ class _GenerationRun:
                 "n_tokens": len(gen.tokens)})
 
 
-async def _events(request: Request, run: _GenerationRun) -> AsyncIterator[bytes]:
+async def _stream_generation(request: Request, model: Model, prompt: Any,
+                             kwargs: dict[str, Any]) -> StreamingResponse:
+    """A streamed generation: started and stepped by one worker thread
+    (:class:`RunPump`), so the response head goes out while the first step
+    runs.  An error of ``generate`` itself (context length, capability...)
+    is the response's status; a step's error is an ``error`` event."""
+    token = model.cancel_token()  # cancels the run from its start, prefill included
+    pump: RunPump[Generation] = RunPump(
+        request, lambda: model.generate(prompt, cancel=token, **kwargs), cancel=token.cancel,
+        close=Generation.close)
+    try:
+        gen = await pump.started()
+    except BaseException:
+        await pump.aclose()
+        raise
+    run = _PumpedRun(request, gen, pump)
+    return StreamingResponse(_events(request, run), on_close=run.close)
+
+
+class _PumpedRun:
+    """A streamed generation's run (as :class:`_GenerationRun`): ``close()``
+    (idempotent) stops it if still going, waits for its worker (which
+    closes the generation) and reports the outcome, freeing the slot."""
+
+    def __init__(self, request: Request, gen: Generation, pump: RunPump[Generation]) -> None:
+        self.request = request
+        self.gen = gen
+        self.pump = pump
+        self._closed = False
+        request.service.run_started(request)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        gen = self.gen
+        try:
+            await self.pump.aclose()
+        finally:
+            self.request.service.run_finished(self.request, {
+                "stop_reason": gen.stop_reason, "cancel_acknowledged": gen.cancel_acknowledged,
+                "n_tokens": len(gen.tokens)})
+
+
+async def _events(request: Request, run: _PumpedRun) -> AsyncIterator[bytes]:
     """``piece`` events, then one ``done`` or ``error``, sent once the run
     is closed."""
-    gen = run.gen
-    step: Callable[[], Piece | None] = lambda: next(gen, None)  # noqa: E731
+    pump = run.pump
     try:
-        while (piece := await request.call(step, cancel=gen.cancel)) is not None:
+        while (piece := await pump.next()) is not None:
             yield sse_event(piece_json(piece), "piece")
     except AdilError as exc:
         await run.close()
         yield sse_event(error_body(exc, request.request_id), "error")
         return
     await run.close()
-    yield sse_event(result_json(gen), "done")
+    yield sse_event(result_json(run.gen), "done")
 
 
 async def logits(request: Request) -> Response:

@@ -24,9 +24,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import threading
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 import h11
@@ -48,6 +49,20 @@ _READ_SIZE = 65536
 _LINGER_SECONDS = 2.0
 _LINGER_BYTES = 64 << 20
 SERVER_HEADER = ("server", "adil")
+T = TypeVar("T")
+
+
+if sys.version_info >= (3, 11):
+    async def _within(awaitable: Awaitable[T], seconds: float) -> T:
+        """`awaitable` in this task under a deadline (asyncio.TimeoutError).
+        Not asyncio.wait_for: before 3.12 it runs `awaitable` as a task of
+        its own (loop iterations on every request's path) and drops a
+        cancellation that comes as `awaitable` ends, so a server stopping
+        while a response is written went on streaming."""
+        async with asyncio.timeout(seconds):
+            return await awaitable
+else:  # pragma: no cover - Python 3.10
+    _within = asyncio.wait_for
 
 
 class _Close(Exception):
@@ -255,7 +270,7 @@ class _Connection:
             return
         with contextlib.suppress(OSError, asyncio.TimeoutError):
             self.writer.write_eof()
-            await asyncio.wait_for(self._discard(_LINGER_BYTES), _LINGER_SECONDS)
+            await _within(self._discard(_LINGER_BYTES), _LINGER_SECONDS)
 
     async def _discard(self, limit: int) -> None:
         while limit > 0 and (data := await self.reader.read(_READ_SIZE)):
@@ -278,11 +293,11 @@ class _Connection:
         # than a started head may take to arrive.
         if not first:
             try:
-                await asyncio.wait_for(self._wait_readable(), self.config.idle_timeout)
+                await _within(self._wait_readable(), self.config.idle_timeout)
             except asyncio.TimeoutError:
                 raise _Close from None
         try:
-            event = await asyncio.wait_for(self._receive(), self.config.head_timeout)
+            event = await _within(self._receive(), self.config.head_timeout)
         except asyncio.TimeoutError:
             if self.conn.their_state is h11.IDLE:
                 await self._fail_early(DeadlineError(
@@ -314,7 +329,7 @@ class _Connection:
             with contextlib.suppress(h11.LocalProtocolError):
                 await self._write(h11.InformationalResponse(status_code=100, headers=[]))
         try:
-            return await asyncio.wait_for(self._body_events(cap), self.config.body_timeout)
+            return await _within(self._body_events(cap), self.config.body_timeout)
         except asyncio.TimeoutError:
             raise DeadlineError("the request body did not arrive in time", limit="read",
                                 status=408) from None
@@ -477,8 +492,14 @@ class _Connection:
         data = self.conn.send(event)
         if data:
             self.writer.write(data)
+            if not self.writer.transport.get_write_buffer_size():
+                # The socket took it all: drain() only checks that the
+                # connection is still there, without waiting (no timer, no
+                # task, no loop iteration on every event's path).
+                await self.writer.drain()
+                return
             try:
-                await asyncio.wait_for(self.writer.drain(), self.config.write_timeout)
+                await _within(self.writer.drain(), self.config.write_timeout)
             except asyncio.TimeoutError:
                 raise ConnectionError("the client reads nothing of its answer") from None
 
