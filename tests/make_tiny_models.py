@@ -39,7 +39,8 @@ import numpy as np
 from gguf import GGMLQuantizationType as T
 from gguf import quants
 
-ARCHITECTURES = ("gemma3", "llama", "qwen3moe", "qwen2", "qwen3", "phi3", "llama-swa")
+ARCHITECTURES = ("gemma3", "llama", "qwen3moe", "qwen2", "qwen3", "phi3", "llama-swa",
+                 "phi3-longrope")
 WEIGHT_TYPES = (T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q5_K, T.Q6_K,
                 T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.IQ4_XS)
 
@@ -90,6 +91,9 @@ class TinySpec:
     # random-byte K-quant blocks of mean 0 (the archs added after the
     # first ones, whose files stay as they were first written)
     centered: bool = False
+    # phi3 LongRoPE: rope.scaling.original_context_length (0: none), the
+    # rope_factors_short/long tensors and rope.scaling.attn_factor
+    n_ctx_orig: int = 0
 
     @property
     def variant(self) -> str:
@@ -115,6 +119,9 @@ def spec_for(arch: str) -> TinySpec:
     if arch == "phi3":  # partial rotary as Phi-4-mini; the window is ignored (see phi3.c)
         return TinySpec(arch="phi3", n_layer=3, rms_eps=1e-5, tied_output=False, n_rot=32,
                         fused=True, centered=True)
+    if arch == "phi3-longrope":  # Phi-3.5 / Phi-4-mini: LongRoPE past 64 positions
+        return TinySpec(arch="phi3", name="phi3-longrope", n_layer=3, rms_eps=1e-5,
+                        tied_output=False, n_rot=32, fused=True, centered=True, n_ctx_orig=64)
     raise ValueError(f"unknown architecture {arch!r}; expected one of {ARCHITECTURES}")
 
 
@@ -122,6 +129,9 @@ def spec_for(arch: str) -> TinySpec:
 
 SPECIALS = ("<pad>", "<eos>", "<bos>", "<unk>")
 GEMMA_TURNS = ("<start_of_turn>", "<end_of_turn>")
+# phi3 LongRoPE's cos / sin multiplier (sqrt(1 + ln(scale) / ln(n_ctx_orig)) in
+# the converter; here scale = 4)
+LONGROPE_ATTN_FACTOR = 1.1902380714238083
 # llama.cpp's vocab loader looks these up by name in a model called "*phi3*"
 PHI3_SPECIALS = ("<s>", "</s>", "<|endoftext|>")
 _WORDS = ("the", "of", "and", "to", "in", "is", "capital", "France", "Paris", "model",
@@ -310,8 +320,11 @@ def _write_hparams(w: gguf.GGUFWriter, spec: TinySpec) -> None:
     else:
         w.add_rope_freq_base(spec.rope_base)
         w.add_rope_dimension_count(spec.n_rot or spec.head_dim)
-    if spec.variant in ("llama-swa", "phi3"):
+    if spec.variant in ("llama-swa", "phi3", "phi3-longrope"):
         w.add_sliding_window(spec.sliding_window)
+    if spec.n_ctx_orig:
+        w.add_rope_scaling_orig_ctx_len(spec.n_ctx_orig)
+        w.add_rope_scaling_attn_factors(LONGROPE_ATTN_FACTOR)
     if spec.n_expert:
         w.add_expert_count(spec.n_expert)
         w.add_expert_used_count(spec.n_expert_used)
@@ -376,6 +389,10 @@ def write_weights(w: gguf.GGUFWriter, spec: TinySpec, qtype: T, rng: np.random.G
         w.add_tensor(name, values)
     for name, n in _biases(spec):
         w.add_tensor(name, (rng.standard_normal(n) * 0.5).astype(np.float32))
+    if spec.n_ctx_orig:  # fixed values: no draws from rng
+        half = (spec.n_rot or spec.head_dim) // 2
+        w.add_tensor("rope_factors_long.weight", np.linspace(1.0, 8.0, half, dtype=np.float32))
+        w.add_tensor("rope_factors_short.weight", np.linspace(1.0, 1.5, half, dtype=np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -47,6 +47,7 @@ class Config:
     sliding_window: int
     swa_period: int  # layer i is local when i % swa_period != swa_period - 1; 0: every layer
     neox: bool  # RoPE pairs (i, i + n_rot/2) instead of (2i, 2i + 1)
+    rope_attn_factor: float  # phi3 LongRoPE: multiplies cos / sin
     n_expert: int = 0  # qwen3moe: experts per layer
     n_expert_used: int = 0
     expert_weights_norm: bool = True
@@ -91,6 +92,7 @@ def read_config(reader: GGUFReader) -> Config:
         sliding_window=window if arch in ("gemma3", "llama") else 0,
         swa_period=6 if arch == "gemma3" else 0,
         neox=arch in NEOX_ARCHS,
+        rope_attn_factor=float(_field(reader, f"{arch}.rope.scaling.attn_factor", 1.0)),
         n_expert=int(_field(reader, f"{arch}.expert_count", 0)),
         n_expert_used=int(_field(reader, f"{arch}.expert_used_count", 0)),
         expert_weights_norm=bool(_field(reader, f"{arch}.expert_weights_norm", True)),
@@ -194,12 +196,17 @@ def rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def rope(x: np.ndarray, positions: np.ndarray, n_rot: int, base: float, neox: bool) -> np.ndarray:
-    """x (T, heads, head_dim): rotates the first n_rot dims of each head."""
+def rope(x: np.ndarray, positions: np.ndarray, n_rot: int, base: float, neox: bool,
+         factors: np.ndarray | None = None, mscale: float = 1.0) -> np.ndarray:
+    """x (T, heads, head_dim): rotates the first n_rot dims of each head;
+    frequency i divided by factors[i] when given, cos / sin times mscale."""
     half = n_rot // 2
     inv = base ** (-2.0 * np.arange(half, dtype=F64) / n_rot)
+    if factors is not None:
+        inv = inv / factors
     theta = positions[:, None].astype(F64) * inv[None, :]  # (T, half)
-    cos, sin = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]
+    cos = np.cos(theta)[:, None, :] * mscale
+    sin = np.sin(theta)[:, None, :] * mscale
     out = x.copy()
     if neox:
         a, b = x[..., :half], x[..., half:n_rot]
@@ -255,8 +262,12 @@ def _self_attention(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray
         k = rms_norm(k, w[f"blk.{i}.attn_k_norm.weight"], cfg.rms_eps)
     # gemma3's local layers rotate with their own base
     base = cfg.rope_base_local if local and cfg.arch == "gemma3" else cfg.rope_base
-    q = rope(q, pos, cfg.n_rot, base, neox=cfg.neox)
-    k = rope(k, pos, cfg.n_rot, base, neox=cfg.neox)
+    # phi3 LongRoPE: the long factors (the tests' contexts are longer than the
+    # tiny files' original 64 positions) and attn_factor on cos / sin
+    factors = w.get("rope_factors_long.weight")
+    mscale = cfg.rope_attn_factor if factors is not None else 1.0
+    q = rope(q, pos, cfg.n_rot, base, neox=cfg.neox, factors=factors, mscale=mscale)
+    k = rope(k, pos, cfg.n_rot, base, neox=cfg.neox, factors=factors, mscale=mscale)
     att = attention(q, k, v, 1.0 / np.sqrt(cfg.head_dim), cfg.sliding_window if local else 0)
     return att @ w[f"blk.{i}.attn_output.weight"].T
 

@@ -110,19 +110,6 @@ def test_every_architecture_generates(engine: adil.Engine, tmp_path: Path, arch:
     assert cli.returncode == 0 and cli.stdout, cli.stderr  # (whitespace is text too)
 
 
-def test_phi3_longrope_is_a_capability_error(engine: adil.Engine, tmp_path: Path) -> None:
-    path = tmp_path / "phi3-128k.gguf"
-    w = gguf.GGUFWriter(str(path), "phi3")
-    w.add_tensor("token_embd.weight", np.zeros((8, 32), dtype=np.float32))
-    w.add_tensor("rope_factors_long.weight", np.ones(16, dtype=np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    with pytest.raises(adil.CapabilityError, match="longrope"):
-        engine.load_model(path)
-
-
 def test_missing_and_truncated_files(engine: adil.Engine, gemma_path: Path,
                                      tmp_path: Path) -> None:
     with pytest.raises(adil.ModelFileError):

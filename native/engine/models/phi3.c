@@ -8,9 +8,14 @@
  *  - NeoX-style RoPE over the first rope.dimension_count dims of a head
  *    (partial rotary: Phi-4-mini rotates 96 of 128);
  *  - an output head of its own or tied to the embedding.
- * attention.sliding_window is read and ignored, as llama.cpp does (its
- * converter's value does not describe the model's layers correctly).  Files
- * with rope_factors_long/short (the 128k "longrope" models) are refused.
+ * attention.sliding_window is ignored, as llama.cpp does (its converter's
+ * value does not describe the model's layers correctly).
+ *
+ * LongRoPE (Phi-3-128k, Phi-3.5, Phi-4-mini): per-frequency divisors
+ * rope_factors_short.weight for contexts up to
+ * rope.scaling.original_context_length, rope_factors_long.weight past it
+ * (chosen per context, as llama.cpp does), and cos / sin multiplied by
+ * rope.scaling.attn_factor (read by adil_rope_scaling into rope_yarn).
  */
 #include "models/blocks.h"
 #include "models/loader.h"
@@ -90,27 +95,33 @@ static adil_status bind_layer(const gguf_file *f, adil_transformer *m, int il, a
     return adil_bind_matrix(f, "blk.%d.ffn_down.weight", il, D, ff, &L->ffn_down, NULL);
 }
 
-/* The 128k models' per-frequency factors need longrope's attention factor
- * and a switch at the original context length: not done yet. */
-static adil_status refuse_longrope(const gguf_file *f) {
-    if (gguf_find_tensor(f, "rope_factors_long.weight") ||
-        gguf_find_tensor(f, "blk.0.rope_factors_long.weight"))
-        return adil_fail(ADIL_STATUS_CAPABILITY,
-                         "model: rope scaling 'longrope' (tensor rope_factors_long.weight) is not supported "
-                         "by this engine");
-    return ADIL_OK;
+/* LongRoPE's two sets of divisors: both or neither. */
+static adil_status bind_rope_factors(const gguf_file *f, adil_transformer *m, adil_f32_arena *a) {
+    const int64_t n = m->hp.n_rot / 2;
+    bool has_short = false, has_long = false;
+    adil_status st = adil_bind_vector(f, "rope_factors_short.weight", -1, n, a, &m->rope_factors, &has_short);
+    if (st == ADIL_OK)
+        st = adil_bind_vector(f, "rope_factors_long.weight", -1, n, a, &m->rope_factors_long, &has_long);
+    if (st == ADIL_OK && has_short != has_long)
+        return adil_fail(
+            ADIL_STATUS_MODEL_FORMAT,
+            "model: tensor 'rope_factors_%s.weight': expected present with rope_factors_%s.weight, "
+            "got missing",
+            has_short ? "long" : "short", has_short ? "short" : "long");
+    return st;
 }
 
 static adil_status phi3_load(const gguf_file *f, adil_transformer *m) {
-    adil_status st = refuse_longrope(f);
-    if (st == ADIL_OK) st = read_hparams(f, &m->hp);
+    adil_status st = read_hparams(f, &m->hp);
     if (st == ADIL_OK) st = adil_hparams_check(m);
     if (st != ADIL_OK) return st;
-    /* norm vectors: 2 of width n_embd per layer, the fused q/k/v bias, output_norm */
+    /* norm vectors: 2 of width n_embd per layer, the fused q/k/v bias, output_norm, 2 sets of rope factors */
     const size_t per_layer = 2 * (size_t)m->hp.n_embd + adil_attn_bias_floats(&m->hp);
     adil_f32_arena arena;
-    st = adil_load_begin(f, m, per_layer * (size_t)m->hp.n_layer + (size_t)m->hp.n_embd, &arena);
+    st = adil_load_begin(f, m, per_layer * (size_t)m->hp.n_layer + (size_t)m->hp.n_embd + (size_t)m->hp.n_rot,
+                         &arena);
     for (int il = 0; st == ADIL_OK && il < m->hp.n_layer; il++) st = bind_layer(f, m, il, &arena);
+    if (st == ADIL_OK) st = bind_rope_factors(f, m, &arena);
     if (st == ADIL_OK) st = adil_load_end(f, m, &arena);
     return st;
 }
@@ -122,11 +133,14 @@ static adil_status phi3_forward(const adil_transformer *m, adil_forward *fw, con
     float *x = fw->x;     /* (T, D) the residual stream */
     float *xb = fw->xb;   /* (T, D) normed input of a block */
     float *xb2 = fw->xb2; /* (T, D) output of a block */
+    /* LongRoPE: the long divisors when this context reaches past the original one */
+    const bool long_ctx = m->rope_factors_long && fw->kv.n_ctx > hp->rope_yarn.n_ctx_orig;
     const adil_attn_cfg attn = {
         .rope = {.n_rot = hp->n_rot,
                  .base = hp->rope_base,
                  .scale = hp->rope_scale,
                  .neox = true,
+                 .factors = long_ctx ? m->rope_factors_long : m->rope_factors,
                  .yarn = &hp->rope_yarn},
         .window = 0,
         .scale = hp->attn_scale,

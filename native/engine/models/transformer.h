@@ -130,14 +130,15 @@ typedef struct adil_layer {
 
 typedef struct adil_transformer {
     adil_hparams hp;
-    adil_weight tok_embd;      /* (n_vocab, n_embd) */
-    adil_layer *layers;        /* (n_layer) */
-    const float *output_norm;  /* (n_embd) */
-    adil_weight output;        /* (n_vocab, n_embd); == tok_embd when tied */
-    const float *rope_factors; /* (n_rot / 2) or NULL: per-frequency divisors (llama 3) */
-    float *owned;              /* norm vectors, dequantized to f32 at load */
-    uint64_t n_params;         /* elements of all tensors */
-    uint64_t n_bytes;          /* bytes of all tensors */
+    adil_weight tok_embd;           /* (n_vocab, n_embd) */
+    adil_layer *layers;             /* (n_layer) */
+    const float *output_norm;       /* (n_embd) */
+    adil_weight output;             /* (n_vocab, n_embd); == tok_embd when tied */
+    const float *rope_factors;      /* (n_rot / 2) or NULL: per-frequency divisors (llama 3; phi3 short) */
+    const float *rope_factors_long; /* (n_rot / 2) or NULL: phi3's divisors past n_ctx_orig */
+    float *owned;                   /* norm vectors, dequantized to f32 at load */
+    uint64_t n_params;              /* elements of all tensors */
+    uint64_t n_bytes;               /* bytes of all tensors */
 } adil_transformer;
 
 /* ---- the state a forward pass works in (one per context) ------------------ */
