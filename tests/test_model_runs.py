@@ -110,6 +110,25 @@ def test_every_architecture_generates(engine: adil.Engine, tmp_path: Path, arch:
     assert cli.returncode == 0 and cli.stdout, cli.stderr  # (whitespace is text too)
 
 
+@pytest.mark.parametrize("arch", ["qwen2", "qwen3", "phi3"])
+def test_unknown_rope_scaling_is_a_capability_error(engine: adil.Engine, tmp_path: Path,
+                                                    arch: str, monkeypatch: pytest.MonkeyPatch
+                                                    ) -> None:
+    import make_tiny_models
+
+    plain = make_tiny_models._write_hparams
+
+    def with_scaling(w: gguf.GGUFWriter, spec: make_tiny_models.TinySpec) -> None:
+        plain(w, spec)
+        w.add_string(f"{arch}.rope.scaling.type", "dynamic-ntk")
+
+    monkeypatch.setattr(make_tiny_models, "_write_hparams", with_scaling)
+    path = tmp_path / f"{arch}-ntk.gguf"
+    write_tiny_model(path, arch, T.F32)
+    with pytest.raises(adil.CapabilityError, match="rope.scaling.type.*dynamic-ntk"):
+        engine.load_model(path)
+
+
 def test_missing_and_truncated_files(engine: adil.Engine, gemma_path: Path,
                                      tmp_path: Path) -> None:
     with pytest.raises(adil.ModelFileError):
