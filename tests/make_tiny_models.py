@@ -1,8 +1,8 @@
 """Tiny synthetic GGUF models for the architecture tests.
 
 Each file is a real GGUF of one architecture (``gemma3``, ``llama``,
-``qwen3moe``, ``qwen2``, ``qwen3``, ``phi3``; ``llama-swa`` is a ``llama``
-file with Mistral's sliding window on every layer) with
+``qwen3moe``, ``qwen2``, ``qwen3``, ``phi3``, ``gpt-oss``; ``llama-swa`` is a
+``llama`` file with Mistral's sliding window on every layer) with
 random weights in one weight type, a small SentencePiece-style (``llama``)
 tokenizer section, and shapes small enough to write and run in milliseconds
 but wide enough for every block type (K-quants need rows of 256 elements).
@@ -40,7 +40,7 @@ from gguf import GGMLQuantizationType as T
 from gguf import quants
 
 ARCHITECTURES = ("gemma3", "llama", "qwen3moe", "qwen2", "qwen3", "phi3", "llama-swa",
-                 "phi3-longrope")
+                 "phi3-longrope", "gpt-oss")
 WEIGHT_TYPES = (T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q5_K, T.Q6_K,
                 T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.IQ4_XS)
 
@@ -98,6 +98,8 @@ class TinySpec:
     @property
     def variant(self) -> str:
         return self.name or self.arch
+    yarn_factor: float = 0.0  # > 0: rope.scaling.type yarn with this factor
+    yarn_orig_ctx: int = 0  # rope.scaling.original_context_length
 
 
 def spec_for(arch: str) -> TinySpec:
@@ -122,6 +124,14 @@ def spec_for(arch: str) -> TinySpec:
     if arch == "phi3-longrope":  # Phi-3.5 / Phi-4-mini: LongRoPE past 64 positions
         return TinySpec(arch="phi3", name="phi3-longrope", n_layer=3, rms_eps=1e-5,
                         tied_output=False, n_rot=32, fused=True, centered=True, n_ctx_orig=64)
+    if arch == "gpt-oss":
+        # gpt-oss-20b in small: 8 query heads of 64 (n_head * head_dim != n_embd),
+        # local layers 0 and 2 with a window of 8 (< the prompt), 4 experts
+        # top-2, YaRN as the released files (factor 32 over 4096 positions)
+        return TinySpec(arch="gpt-oss", n_layer=4, n_head=8, n_head_kv=2, n_ff=256,
+                        n_ctx_train=131072, sliding_window=8, rms_eps=1e-5, rope_base=150000.0,
+                        tied_output=False, n_expert=4, n_expert_used=2, n_ff_exp=256,
+                        yarn_factor=32.0, yarn_orig_ctx=4096)
     raise ValueError(f"unknown architecture {arch!r}; expected one of {ARCHITECTURES}")
 
 
@@ -263,20 +273,43 @@ def _matrices(spec: TinySpec) -> list[tuple[str, int, int, float]]:
 
 def _expert_matrices(spec: TinySpec) -> list[tuple[str, int, int, float]]:
     """(name, rows, cols, std) of each expert of every stacked expert tensor
-    (written as ne = [cols, rows, n_expert])."""
+    (written as ne = [cols, rows, n_expert]).  gpt-oss's gate and up are
+    spread 3 times wider, so that swiglu-oai's clamps at 7 are reached."""
     d, f = spec.n_embd, spec.n_ff_exp
+    wide = 3.0 if spec.arch == "gpt-oss" else 1.0
     out = []
     for i in range(spec.n_layer if spec.n_expert else 0):
         out += [
-            (f"blk.{i}.ffn_gate_exps.weight", f, d, d ** -0.5),
-            (f"blk.{i}.ffn_up_exps.weight", f, d, d ** -0.5),
+            (f"blk.{i}.ffn_gate_exps.weight", f, d, wide * d ** -0.5),
+            (f"blk.{i}.ffn_up_exps.weight", f, d, wide * d ** -0.5),
             (f"blk.{i}.ffn_down_exps.weight", d, f, f ** -0.5),
         ]
     return out
 
 
+def _gpt_oss_vectors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], float]]:
+    """(name, numpy shape, std) of gpt-oss's F32 extras: attention biases and
+    sinks, the router's and the experts' biases."""
+    if spec.arch != "gpt-oss":
+        return []
+    d, hd, e, f = spec.n_embd, spec.head_dim, spec.n_expert, spec.n_ff_exp
+    out: list[tuple[str, tuple[int, ...], float]] = []
+    for i in range(spec.n_layer):
+        out += [(f"blk.{i}.attn_q.bias", (spec.n_head * hd,), 0.5),
+                (f"blk.{i}.attn_k.bias", (spec.n_head_kv * hd,), 0.5),
+                (f"blk.{i}.attn_v.bias", (spec.n_head_kv * hd,), 0.5),
+                (f"blk.{i}.attn_output.bias", (d,), 0.5),
+                (f"blk.{i}.attn_sinks.weight", (spec.n_head,), 1.0),
+                (f"blk.{i}.ffn_gate_inp.bias", (e,), 0.5),
+                (f"blk.{i}.ffn_gate_exps.bias", (e, f), 0.5),
+                (f"blk.{i}.ffn_up_exps.bias", (e, f), 0.5),
+                (f"blk.{i}.ffn_down_exps.bias", (e, d), 0.5)]
+    return out
+
+
 def _norms(spec: TinySpec) -> list[tuple[str, int]]:
-    names = ["attn_norm", "ffn_norm"]
+    # gpt-oss names the norm before its experts post_attention_norm
+    names = ["attn_norm", "post_attention_norm" if spec.arch == "gpt-oss" else "ffn_norm"]
     if spec.arch == "gemma3":
         names += ["post_attention_norm", "post_ffw_norm"]
     out = [("output_norm.weight", spec.n_embd)]
@@ -317,6 +350,9 @@ def _write_hparams(w: gguf.GGUFWriter, spec: TinySpec) -> None:
     if spec.arch == "gemma3":
         w.add_rope_freq_base(spec.rope_base_global)
         w.add_sliding_window(spec.sliding_window)
+    elif spec.arch == "gpt-oss":  # as convert_hf_to_gguf writes it: no rope dims
+        w.add_rope_freq_base(spec.rope_base)
+        w.add_sliding_window(spec.sliding_window)
     else:
         w.add_rope_freq_base(spec.rope_base)
         w.add_rope_dimension_count(spec.n_rot or spec.head_dim)
@@ -329,6 +365,10 @@ def _write_hparams(w: gguf.GGUFWriter, spec: TinySpec) -> None:
         w.add_expert_count(spec.n_expert)
         w.add_expert_used_count(spec.n_expert_used)
         w.add_expert_feed_forward_length(spec.n_ff_exp)
+    if spec.yarn_factor:
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(spec.yarn_factor)
+        w.add_rope_scaling_orig_ctx_len(spec.yarn_orig_ctx)
 
 
 def _write_tokenizer(w: gguf.GGUFWriter, spec: TinySpec) -> None:
@@ -393,6 +433,8 @@ def write_weights(w: gguf.GGUFWriter, spec: TinySpec, qtype: T, rng: np.random.G
         half = (spec.n_rot or spec.head_dim) // 2
         w.add_tensor("rope_factors_long.weight", np.linspace(1.0, 8.0, half, dtype=np.float32))
         w.add_tensor("rope_factors_short.weight", np.linspace(1.0, 1.5, half, dtype=np.float32))
+    for name, shape, std in _gpt_oss_vectors(spec):
+        w.add_tensor(name, (rng.standard_normal(shape) * std).astype(np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -1,6 +1,6 @@
 """A numpy reference forward pass for the GGUF architectures the engine runs
-(``gemma3``, ``llama``, ``qwen3moe``, ``qwen2``, ``qwen3``, ``phi3``): teacher-forced logits
-for every position of a prompt.
+(``gemma3``, ``llama``, ``qwen3moe``, ``qwen2``, ``qwen3``, ``phi3``, ``gpt-oss``):
+teacher-forced logits for every position of a prompt.
 
 Written for clarity, in float64, from the architecture descriptions (no KV
 cache, a full causal mask per layer).  Weights are read with the ``gguf``
@@ -51,10 +51,13 @@ class Config:
     n_expert: int = 0  # qwen3moe: experts per layer
     n_expert_used: int = 0
     expert_weights_norm: bool = True
+    rope_scale: float = 1.0  # linear scaling: positions times 1 / rope.scaling.factor
+    yarn_factor: float = 0.0  # > 0: YaRN (rope.scaling.type yarn) with this factor
+    yarn_orig_ctx: int = 0  # rope.scaling.original_context_length
 
 
 # NeoX-style RoPE (llama.cpp's LLAMA_ROPE_TYPE_NEOX for these archs)
-NEOX_ARCHS = ("gemma3", "qwen3moe", "qwen2", "qwen3", "phi3")
+NEOX_ARCHS = ("gemma3", "qwen3moe", "qwen2", "qwen3", "phi3", "gpt-oss")
 # default rope.freq_base / layer_norm_rms_epsilon when a file has none
 ROPE_BASE = {"gemma3": 1e6, "qwen3moe": 1e6, "qwen3": 1e6}
 RMS_EPS = {"gemma3": 1e-6, "qwen2": 1e-6, "qwen3": 1e-6}
@@ -74,9 +77,12 @@ def read_config(reader: GGUFReader) -> Config:
     n_embd = int(_field(reader, f"{arch}.embedding_length"))
     n_head = int(_field(reader, f"{arch}.attention.head_count"))
     head_dim = int(_field(reader, f"{arch}.attention.key_length", n_embd // n_head))
-    # gemma3: 5 of 6 layers local; llama (Mistral): every layer; phi3's
-    # window is ignored, as llama.cpp does
+    # gemma3: 5 of 6 layers local; gpt-oss: the even ones; llama (Mistral):
+    # every layer; phi3's window is ignored, as llama.cpp does
     window = int(_field(reader, f"{arch}.attention.sliding_window", 0))
+    scaling = str(_field(reader, f"{arch}.rope.scaling.type", "linear"))
+    factor = float(_field(reader, f"{arch}.rope.scaling.factor", 1.0))
+    yarn = scaling == "yarn"
     return Config(
         arch=arch,
         n_embd=n_embd,
@@ -89,13 +95,17 @@ def read_config(reader: GGUFReader) -> Config:
                              RMS_EPS.get(arch, 1e-5))),
         rope_base=float(_field(reader, f"{arch}.rope.freq_base", ROPE_BASE.get(arch, 1e4))),
         rope_base_local=10000.0,
-        sliding_window=window if arch in ("gemma3", "llama") else 0,
-        swa_period=6 if arch == "gemma3" else 0,
+        sliding_window=window if arch in ("gemma3", "llama", "gpt-oss") else 0,
+        swa_period={"gemma3": 6, "gpt-oss": 2}.get(arch, 0),
         neox=arch in NEOX_ARCHS,
         rope_attn_factor=float(_field(reader, f"{arch}.rope.scaling.attn_factor", 1.0)),
         n_expert=int(_field(reader, f"{arch}.expert_count", 0)),
         n_expert_used=int(_field(reader, f"{arch}.expert_used_count", 0)),
         expert_weights_norm=bool(_field(reader, f"{arch}.expert_weights_norm", True)),
+        rope_scale=1.0 / factor if scaling == "linear" else 1.0,
+        yarn_factor=factor if yarn else 0.0,
+        yarn_orig_ctx=int(_field(reader, f"{arch}.rope.scaling.original_context_length",
+                                 _field(reader, f"{arch}.context_length"))) if yarn else 0,
     )
 
 
@@ -111,7 +121,8 @@ def read_tensors(reader: GGUFReader) -> dict[str, np.ndarray]:
             values = data.view(np.float16).astype(F64)
         else:
             values = quants.dequantize(data, qtype).astype(F64)
-        shape = tuple(int(n) for n in reversed(t.shape))  # GGUF ne is innermost first
+        # GGUF ne is innermost first; 3-D expert tensors: (n_expert, rows, cols)
+        shape = tuple(int(n) for n in reversed(t.shape))
         out[t.name] = values.reshape(shape)
     return out
 
@@ -196,14 +207,38 @@ def rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def rope(x: np.ndarray, positions: np.ndarray, n_rot: int, base: float, neox: bool,
-         factors: np.ndarray | None = None, mscale: float = 1.0) -> np.ndarray:
-    """x (T, heads, head_dim): rotates the first n_rot dims of each head;
-    frequency i divided by factors[i] when given, cos / sin times mscale."""
+def yarn_frequencies(n_rot: int, base: float, factor: float,
+                     orig_ctx: int) -> tuple[np.ndarray, float]:
+    """YaRN (ggml's rope_yarn, llama.cpp's beta_fast 32 and beta_slow 1):
+    each frequency's angle per position, and the magnitude of cos / sin.
+    Frequencies that turn more than beta_fast times over the original
+    context keep their angle, those turning less than beta_slow times are
+    divided by `factor`, with a linear ramp between (over dims, floored /
+    ceiled as ggml does)."""
     half = n_rot // 2
-    inv = base ** (-2.0 * np.arange(half, dtype=F64) / n_rot)
+
+    def dim_turning(rotations: float) -> float:
+        return n_rot * np.log(orig_ctx / (rotations * 2 * np.pi)) / (2 * np.log(base))
+
+    low, high = max(0.0, np.floor(dim_turning(32.0))), min(n_rot - 1.0, np.ceil(dim_turning(1.0)))
+    i = np.arange(half, dtype=F64)
+    keep = 1.0 - np.clip((i - low) / max(0.001, high - low), 0.0, 1.0)
+    inv = base ** (-2.0 * i / n_rot)
+    return inv * (keep + (1.0 - keep) / factor), 1.0 + 0.1 * np.log(factor)
+
+
+def rope(x: np.ndarray, positions: np.ndarray, n_rot: int, base: float, neox: bool,
+         factors: np.ndarray | None = None, mscale: float = 1.0, scale: float = 1.0,
+         yarn: tuple[float, int] | None = None) -> np.ndarray:
+    """x (T, heads, head_dim): rotates the first n_rot dims of each head;
+    frequency i times `scale` and divided by factors[i] when given, cos / sin
+    times mscale; or yarn: (factor, original context length) for YaRN."""
+    half = n_rot // 2
+    inv = scale * base ** (-2.0 * np.arange(half, dtype=F64) / n_rot)
     if factors is not None:
         inv = inv / factors
+    if yarn is not None:
+        inv, mscale = yarn_frequencies(n_rot, base, *yarn)
     theta = positions[:, None].astype(F64) * inv[None, :]  # (T, half)
     cos = np.cos(theta)[:, None, :] * mscale
     sin = np.sin(theta)[:, None, :] * mscale
@@ -220,8 +255,9 @@ def rope(x: np.ndarray, positions: np.ndarray, n_rot: int, base: float, neox: bo
 
 
 def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
-              window: int) -> np.ndarray:
-    """q (T, H, d), k and v (T, Hkv, d): causal, optionally windowed."""
+              window: int, sinks: np.ndarray | None = None) -> np.ndarray:
+    """q (T, H, d), k and v (T, Hkv, d): causal, optionally windowed; sinks
+    (H): a logit per head that joins each softmax with no value (gpt-oss)."""
     n, n_head, _ = q.shape
     group = n_head // k.shape[1]
     k = np.repeat(k, group, axis=1)
@@ -232,9 +268,13 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
     if window > 0:
         visible &= pos[:, None] - pos[None, :] < window
     scores = np.where(visible[None], scores, -np.inf)
+    if sinks is not None:  # one more column, dropped after the softmax
+        scores = np.concatenate([scores, np.broadcast_to(sinks[:, None, None], (n_head, n, 1))],
+                                axis=-1)
     scores -= scores.max(axis=-1, keepdims=True)
     weights = np.exp(scores)
     weights /= weights.sum(axis=-1, keepdims=True)
+    weights = weights[..., :n]
     return np.einsum("hts,shd->thd", weights, v).reshape(n, -1)
 
 
@@ -244,6 +284,12 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
 
 def silu(x: np.ndarray) -> np.ndarray:
     return x / (1.0 + np.exp(-x))
+
+
+def swiglu_oai(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """gpt-oss's gated activation: gate clamped above at 7, up to [-7, 7]."""
+    g, u = np.minimum(gate, 7.0), np.clip(up, -7.0, 7.0)
+    return g / (1.0 + np.exp(-1.702 * g)) * (u + 1.0)
 
 
 # ---- the forward pass ----------------------------------------------------------------
@@ -266,16 +312,21 @@ def _self_attention(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray
     # tiny files' original 64 positions) and attn_factor on cos / sin
     factors = w.get("rope_factors_long.weight")
     mscale = cfg.rope_attn_factor if factors is not None else 1.0
-    q = rope(q, pos, cfg.n_rot, base, neox=cfg.neox, factors=factors, mscale=mscale)
-    k = rope(k, pos, cfg.n_rot, base, neox=cfg.neox, factors=factors, mscale=mscale)
-    att = attention(q, k, v, 1.0 / np.sqrt(cfg.head_dim), cfg.sliding_window if local else 0)
-    return att @ w[f"blk.{i}.attn_output.weight"].T
+    yarn = (cfg.yarn_factor, cfg.yarn_orig_ctx) if cfg.yarn_factor else None
+    # gemma3's local layers are never scaled
+    scale = 1.0 if local and cfg.arch == "gemma3" else cfg.rope_scale
+    q = rope(q, pos, cfg.n_rot, base, cfg.neox, factors, mscale, scale, yarn)
+    k = rope(k, pos, cfg.n_rot, base, cfg.neox, factors, mscale, scale, yarn)
+    # gpt-oss: per-head sinks in the softmax, a bias on the output
+    att = attention(q, k, v, 1.0 / np.sqrt(cfg.head_dim), cfg.sliding_window if local else 0,
+                    w.get(f"blk.{i}.attn_sinks.weight"))
+    return att @ w[f"blk.{i}.attn_output.weight"].T + w.get(f"blk.{i}.attn_output.bias", 0.0)
 
 
 def _qkv(cfg: Config, w: dict[str, np.ndarray], i: int,
          x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Queries, keys and values (T, rows) of layer i: the separate matrices
-    plus their biases (qwen2), or the rows [q; k; v] of phi3's attn_qkv."""
+    plus their biases (qwen2, gpt-oss), or the rows [q; k; v] of phi3's attn_qkv."""
     if f"blk.{i}.attn_qkv.weight" in w:
         qkv = x @ w[f"blk.{i}.attn_qkv.weight"].T
         nq, nk = cfg.n_head * cfg.head_dim, cfg.n_head_kv * cfg.head_dim
@@ -297,24 +348,35 @@ def _ffn(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray) -> np.nda
     return (act(gate) * up) @ w[f"blk.{i}.ffn_down.weight"].T
 
 
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def _moe_ffn(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray) -> np.ndarray:
-    """Softmax over the router logits, the top k experts (ties: the lower
-    id), their weights renormalised to sum 1, SwiGLU experts."""
-    logits = x @ w[f"blk.{i}.ffn_gate_inp.weight"].T  # (T, n_expert)
-    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
-    probs /= probs.sum(axis=1, keepdims=True)
-    gate = w[f"blk.{i}.ffn_gate_exps.weight"]  # (n_expert, n_ff_exp, n_embd)
-    up = w[f"blk.{i}.ffn_up_exps.weight"]
-    down = w[f"blk.{i}.ffn_down_exps.weight"]  # (n_expert, n_embd, n_ff_exp)
+    """The router (plus its bias, gpt-oss) picks k experts per token, ties to
+    the lower id: qwen3moe takes the softmax over all logits, the top k,
+    renormalised to sum 1; gpt-oss the top k logits and the softmax over
+    those.  Their SwiGLU FFNs (gpt-oss: swiglu-oai, with biases) are summed
+    with those weights."""
+    p, oss = f"blk.{i}.", cfg.arch == "gpt-oss"
+    logits = x @ w[p + "ffn_gate_inp.weight"].T + w.get(p + "ffn_gate_inp.bias", 0.0)
+    probs = _softmax(logits)  # (T, n_expert)
+    gate = w[p + "ffn_gate_exps.weight"]  # (n_expert, n_ff_exp, n_embd)
+    up = w[p + "ffn_up_exps.weight"]
+    down = w[p + "ffn_down_exps.weight"]  # (n_expert, n_embd, n_ff_exp)
+    zeros = np.zeros((cfg.n_expert, 1))
+    bg, bu, bd = (w.get(p + f"ffn_{n}_exps.bias", zeros) for n in ("gate", "up", "down"))
     out = np.zeros_like(x)
     for t in range(x.shape[0]):
-        chosen = np.argsort(-probs[t], kind="stable")[: cfg.n_expert_used]
-        weights = probs[t, chosen]
-        if cfg.expert_weights_norm:
+        chosen = np.argsort(-logits[t], kind="stable")[: cfg.n_expert_used]
+        weights = _softmax(logits[t, chosen]) if oss else probs[t, chosen]
+        if cfg.expert_weights_norm and not oss:
             weights = weights / weights.sum()
         for e, wt in zip(chosen, weights, strict=True):
-            h = silu(gate[e] @ x[t]) * (up[e] @ x[t])
-            out[t] += wt * (down[e] @ h)
+            g, u = gate[e] @ x[t] + bg[e], up[e] @ x[t] + bu[e]
+            h = swiglu_oai(g, u) if oss else silu(g) * u
+            out[t] += wt * (down[e] @ h + bd[e])
     return out
 
 
@@ -332,7 +394,9 @@ def forward(cfg: Config, w: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarra
             h = rms_norm(h, w[f"blk.{i}.post_attention_norm.weight"], cfg.rms_eps)
         x = x + h
         ffn = _moe_ffn if cfg.n_expert else _ffn
-        h = ffn(cfg, w, i, rms_norm(x, w[f"blk.{i}.ffn_norm.weight"], cfg.rms_eps))
+        # gpt-oss calls the norm before its experts post_attention_norm
+        norm = "post_attention_norm" if cfg.arch == "gpt-oss" else "ffn_norm"
+        h = ffn(cfg, w, i, rms_norm(x, w[f"blk.{i}.{norm}.weight"], cfg.rms_eps))
         if gemma:
             h = rms_norm(h, w[f"blk.{i}.post_ffw_norm.weight"], cfg.rms_eps)
         x = x + h

@@ -18,7 +18,8 @@ observed 2e-2 .. 4.6e-2 for the dense archs at the 8-bit-activation types.)
 Mixture-of-experts files in quantized types are compared with the reference
 that rounds activations as the engine does (reference_forward.py says why;
 observed 1e-7 .. 3e-2, Q5_1 the most: its activations' fp16 sums are not
-rounded by the reference).
+rounded by the reference; gpt-oss MXFP4, the released files' expert
+type: 2e-2).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ TOL_FLOAT = 1e-5
 TOL_QUANT = 5e-2
 FLOAT_TYPES = (T.F32, T.F16, T.BF16)
 PROMPT_LEN = 64
-MOE_ARCHITECTURES = ("qwen3moe",)
+MOE_ARCHITECTURES = ("qwen3moe", "gpt-oss")
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +85,11 @@ def test_logits_match_reference(engine: adil.Engine, tiny_dir: Path, arch: str, 
         request.applymarker(pytest.mark.xfail(
             strict=False, reason="at the AVX2 level Q8_0 files differ from the rounding reference "
             "by up to 1e-2 before any expert choice (scalar: 1e-7), enough to flip one"))
+    if arch == "gpt-oss" and qtype in (T.Q5_1, T.Q3_K):
+        request.applymarker(pytest.mark.xfail(
+            strict=False, reason="one router near-tie of the tiny gpt-oss file flips an expert "
+            "(Q5_1 at position 42: the reference does not round Q8_1's sums, 3e-2 before it; "
+            "Q3_K at position 18, 1e-7 before it); every other position within TOL_QUANT"))
     path = model_path(tiny_dir, arch, qtype)
     with engine.load_model(path, threads=2, context_length=128) as model:
         assert model.info.architecture == spec_for(arch).arch

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const adil_arch *const archs[] = {&adil_arch_llama, &adil_arch_gemma3, &adil_arch_qwen2,
-                                         &adil_arch_qwen3, &adil_arch_phi3,   &adil_arch_qwen3moe};
+static const adil_arch *const archs[] = {&adil_arch_llama,  &adil_arch_gemma3, &adil_arch_qwen2,
+                                         &adil_arch_qwen3,  &adil_arch_phi3,   &adil_arch_qwen3moe,
+                                         &adil_arch_gpt_oss};
 
 const adil_arch *adil_arch_find(const char *name, size_t len) {
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)

@@ -65,7 +65,7 @@ adil_status adil_hp_read_common(const gguf_file *f, const char *arch, adil_hpara
     return adil_hp_int(f, arch, "attention.value_length", hp->head_dim, 1024, &hp->head_dim_v);
 }
 
-adil_status adil_bind_attn_common(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {
+adil_status adil_bind_attention(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {
     const adil_hparams *hp = &m->hp;
     adil_layer *L = &m->layers[il];
     const int64_t D = hp->n_embd, hd = hp->head_dim;
@@ -77,10 +77,13 @@ adil_status adil_bind_attn_common(const gguf_file *f, adil_transformer *m, int i
     if ((st = adil_bind_matrix(f, "blk.%d.attn_v.weight", il, hp->n_head_kv * hp->head_dim_v, D, &L->wv,
                                NULL)))
         return st;
-    if ((st = adil_bind_matrix(f, "blk.%d.attn_output.weight", il, D, hp->n_head * hp->head_dim_v, &L->wo,
-                               NULL)))
-        return st;
-    return adil_bind_vector(f, "blk.%d.ffn_norm.weight", il, D, a, &L->ffn_norm, NULL);
+    return adil_bind_matrix(f, "blk.%d.attn_output.weight", il, D, hp->n_head * hp->head_dim_v, &L->wo, NULL);
+}
+
+adil_status adil_bind_attn_common(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {
+    adil_status st = adil_bind_attention(f, m, il, a);
+    if (st) return st;
+    return adil_bind_vector(f, "blk.%d.ffn_norm.weight", il, m->hp.n_embd, a, &m->layers[il].ffn_norm, NULL);
 }
 
 adil_status adil_bind_layer_common(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *a) {

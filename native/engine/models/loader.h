@@ -39,6 +39,9 @@ adil_status adil_hparams_check(const adil_transformer *m);
 adil_status adil_load_begin(const gguf_file *f, adil_transformer *m, size_t vector_floats,
                             adil_f32_arena *arena);
 
+/* Binds layer il's attn_norm (into the arena), attn_q/k/v and attn_output. */
+adil_status adil_bind_attention(const gguf_file *f, adil_transformer *m, int il, adil_f32_arena *arena);
+
 /* Binds the attention tensors every llama-family layer il has: attn_norm,
  * attn_q/k/v, attn_output, and ffn_norm (norm vectors into the arena);
  * mixture-of-experts layers bind their FFN after it (moe.h). */

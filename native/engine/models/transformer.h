@@ -237,6 +237,7 @@ extern const adil_arch adil_arch_qwen3moe;
 extern const adil_arch adil_arch_qwen2;
 extern const adil_arch adil_arch_qwen3;
 extern const adil_arch adil_arch_phi3;
+extern const adil_arch adil_arch_gpt_oss;
 
 /* The architecture called `name` (len bytes), or NULL. */
 const adil_arch *adil_arch_find(const char *name, size_t len);
