@@ -2,7 +2,8 @@
 
 Each file is a real GGUF of one architecture (``gemma3``, ``llama``,
 ``qwen3moe``, ``qwen2``, ``qwen3``, ``phi3``, ``gpt-oss``; ``llama-swa`` is a
-``llama`` file with Mistral's sliding window on every layer) with
+``llama`` file with Mistral's sliding window on every layer, ``llama-yarn``
+one with YaRN rope scaling) with
 random weights in one weight type, a small SentencePiece-style (``llama``)
 tokenizer section, and shapes small enough to write and run in milliseconds
 but wide enough for every block type (K-quants need rows of 256 elements).
@@ -40,7 +41,7 @@ from gguf import GGMLQuantizationType as T
 from gguf import quants
 
 ARCHITECTURES = ("gemma3", "llama", "qwen3moe", "qwen2", "qwen3", "phi3", "llama-swa",
-                 "phi3-longrope", "gpt-oss")
+                 "phi3-longrope", "gpt-oss", "llama-yarn")
 WEIGHT_TYPES = (T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_K, T.Q5_K, T.Q6_K,
                 T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.IQ4_XS)
 
@@ -124,6 +125,9 @@ def spec_for(arch: str) -> TinySpec:
     if arch == "phi3-longrope":  # Phi-3.5 / Phi-4-mini: LongRoPE past 64 positions
         return TinySpec(arch="phi3", name="phi3-longrope", n_layer=3, rms_eps=1e-5,
                         tied_output=False, n_rot=32, fused=True, centered=True, n_ctx_orig=64)
+    if arch == "llama-yarn":  # llama with YaRN: factor 4 over 32 original positions
+        return TinySpec(arch="llama", name="llama-yarn", n_layer=3, rms_eps=1e-5,
+                        tied_output=False, yarn_factor=4.0, yarn_orig_ctx=32)
     if arch == "gpt-oss":
         # gpt-oss-20b in small: 8 query heads of 64 (n_head * head_dim != n_embd),
         # local layers 0 and 2 with a window of 8 (< the prompt), 4 experts

@@ -19,7 +19,9 @@ Observed (this engine at AVX2 against llama.cpp's AVX2 build), mean / max
 / 0.05..0.14; Q6_K 0.019..0.044 / 0.08..0.26 (qwen3 and gemma3 the largest):
 far inside the real models' tolerances used here.  gpt-oss (MoE, sinks,
 YaRN): F32 0.0007 / 0.0045, Q4_K 0.0003 / 0.0035, MXFP4 0.022 / 0.11, Q8_0
-0.032 / 1.67 (at one position a router near-tie picks another expert).  llama-swa has no fixture:
+0.032 / 1.67 (at one position a router near-tie picks another expert).
+llama-yarn (YaRN on interleaved pairs): F32 0.0003 / 0.0013, Q8_0 0.013 /
+0.063, Q4_K 0.0005 / 0.0058.  llama-swa has no fixture:
 llama.cpp ignores llama's sliding window.
 """
 
