@@ -3,7 +3,7 @@
  * run's speculative = ADIL_SPECULATIVE_LOOKUP):
  *   - run_lookup_draft: the longest n-gram that occurs earlier wins, its latest
  *     occurrence wins, the draft is its continuation cut at `max` and at the
- *     end of the history, single tokens are never matched, and an occurrence
+ *     end of the history, n-grams shorter than 3 are never matched, and an occurrence
  *     must be followed by a token;
  *   - run_lookup_adapt: doubles on a full draft (up to RUN_LOOKUP_MAX_DRAFT),
  *     halves on a refused one (down to 1), keeps it otherwise;
@@ -40,22 +40,22 @@ static void test_draft(void) {
     CHECK(n == 4 && d[0] == 4 && d[1] == 5 && d[2] == 9 && d[3] == 2);
     CHECK(draft_of(h1, 12, 1, d) == 1 && d[0] == 4);
     CHECK(draft_of(h1, 12, 0, d) == 0);
-    /* the key 2 3 of "... 2 3" (no 3-gram match): its latest occurrence, 2 3 7 */
-    const int32_t h2[] = {2, 3, 4, 8, 2, 3, 7, 6, 2, 3};
-    n = draft_of(h2, 10, 8, d);
-    CHECK(n == 4 && d[0] == 7 && d[1] == 6 && d[2] == 2 && d[3] == 3);
-    /* single tokens never match */
-    const int32_t h3[] = {5, 6, 7, 8, 5};
-    CHECK(draft_of(h3, 5, 8, d) == 0);
+    /* the key 1 2 3 of "... 1 2 3" (no 4-gram match): its latest occurrence, 1 2 3 7 */
+    const int32_t h2[] = {1, 2, 3, 4, 8, 1, 2, 3, 7, 6, 1, 2, 3};
+    n = draft_of(h2, 13, 8, d);
+    CHECK(n == 5 && d[0] == 7 && d[1] == 6 && d[2] == 1 && d[3] == 2 && d[4] == 3);
+    /* n-grams shorter than RUN_LOOKUP_NGRAM_MIN never match */
+    const int32_t h3[] = {5, 6, 7, 8, 5, 6};
+    CHECK(RUN_LOOKUP_NGRAM_MIN > 2 && draft_of(h3, 6, 8, d) == 0);
     /* a longest n-gram that occurs only as the key itself does not count */
     const int32_t h4[] = {1, 2};
     CHECK(draft_of(h4, 2, 8, d) == 0);
     /* a run of one token: the occurrence just before the key, one token follows */
     const int32_t h5[] = {4, 4, 4, 4, 4, 4};
     CHECK(draft_of(h5, 6, 8, d) == 1 && d[0] == 4);
-    /* 4-grams win over 2-grams that occur later */
-    const int32_t h6[] = {1, 2, 3, 4, 10, 11, 3, 4, 12, 1, 2, 3, 4};
-    CHECK(draft_of(h6, 13, 2, d) == 2 && d[0] == 10 && d[1] == 11);
+    /* 4-grams win over 3-grams that occur later */
+    const int32_t h6[] = {1, 2, 3, 4, 10, 11, 2, 3, 4, 12, 1, 2, 3, 4};
+    CHECK(draft_of(h6, 14, 2, d) == 2 && d[0] == 10 && d[1] == 11);
 }
 
 static void test_adapt(void) {

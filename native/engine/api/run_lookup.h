@@ -21,10 +21,12 @@
 
 /* The most drafted tokens evaluated at once (the batch is one more). */
 #define RUN_LOOKUP_MAX_DRAFT 16
-/* The n-gram lengths matched, longest first.  Single tokens are not matched:
- * in free text they recur everywhere and their drafts mostly fail. */
+/* The n-gram lengths matched, longest first.  Shorter ones recur all over
+ * free text and their drafts mostly fail: on gemma3-270m, sampled free text,
+ * 2..4-grams drafted 269 tokens and kept 101, 3..4-grams drafted 203 and kept
+ * 84; extraction kept the same either way (345 of 432). */
 #define RUN_LOOKUP_NGRAM_MAX 4
-#define RUN_LOOKUP_NGRAM_MIN 2
+#define RUN_LOOKUP_NGRAM_MIN 3
 
 typedef struct run_lookup {
     bool on;
