@@ -46,14 +46,14 @@ def test_info_json_on_the_bundled_engine() -> None:
     assert info["kernels"] in {"scalar", "avx2", "avx512"}
     assert not any("=" in feature for feature in info["cpu_features"])
     assert info["library"] == adil.ENGINE_LIBRARY
-    assert info["capabilities"] == ["grammar", "logits", "logprobs"]
+    assert info["capabilities"] == ["grammar", "logits", "logprobs", "lookup"]
 
 
 def test_info_text_on_the_stub() -> None:
     result = run_cli("info", "--library", adil.STUB_LIBRARY)
     assert result.returncode == 0, result.stderr
     assert "adil-stub" in result.stdout and "ABI" in result.stdout
-    assert any(line.split() == ["capabilities", "grammar,", "logprobs"]
+    assert any(line.split() == ["capabilities", "grammar,", "logprobs,", "lookup"]
                for line in result.stdout.splitlines())
 
 
