@@ -118,3 +118,37 @@ adil_status adil_gated_ffn(const adil_transformer *m, adil_forward *fw, int64_t 
     const adil_mm_group down = single(&L->ffn_down, out);
     return adil_matmul_group(fw->pool, &down, fw->hb, T, fw->mm_scratch, fw->mm_scratch_size);
 }
+
+adil_status adil_prenorm_forward(const adil_transformer *m, adil_forward *fw, const int32_t *tokens,
+                                 int64_t T, int64_t pos0, const adil_attn_cfg *attn, adil_ffn_fn ffn,
+                                 float *logits, bool all_logits) {
+    const adil_hparams *hp = &m->hp;
+    const int64_t D = hp->n_embd;
+    float *x = fw->x;     /* (T, D) the residual stream */
+    float *xb = fw->xb;   /* (T, D) normed input of a block */
+    float *xb2 = fw->xb2; /* (T, D) output of a block */
+    adil_status st;
+
+    /* token embeddings */
+    if ((st = adil_get_rows(&m->tok_embd, tokens, T, x))) return st;
+
+    for (int64_t il = 0; il < hp->n_layer; il++) {
+        const adil_layer *L = &m->layers[il];
+
+        /* a cancel or a deadline stops between layers */
+        if (fw->stop && (st = fw->stop(fw->stop_user))) return st;
+
+        /* attention: pre-norm, attend, residual */
+        adil_rmsnorm_rows(fw->pool, xb, x, L->attn_norm, T, D, hp->rms_eps);
+        if ((st = adil_self_attention(m, fw, il, xb, T, pos0, attn, xb2))) return st;
+        adil_add(x, xb2, T * D);
+
+        /* feed-forward: pre-norm, FFN block, residual */
+        adil_rmsnorm_rows(fw->pool, xb, x, L->ffn_norm, T, D, hp->rms_eps);
+        if ((st = ffn(m, fw, il, xb, T, xb2))) return st;
+        adil_add(x, xb2, T * D);
+    }
+
+    /* final norm and output head */
+    return adil_output_logits(m, fw, x, T, logits, all_logits);
+}

@@ -36,4 +36,18 @@ adil_glu_fn adil_ffn_glu(adil_ffn_act act);
 adil_status adil_gated_ffn(const adil_transformer *m, adil_forward *fw, int64_t il, const float *xb,
                            int64_t T, float *out);
 
+/* A layer's feed-forward block: adil_gated_ffn, or adil_moe_ffn (moe.h). */
+typedef adil_status (*adil_ffn_fn)(const adil_transformer *m, adil_forward *fw, int64_t il, const float *xb,
+                                   int64_t T, float *out);
+
+/* The llama-family forward pass (an adil_forward_fn with the layer's
+ * attention view and FFN block as parameters): token embeddings; per layer
+ * x += attention(rmsnorm(x)), then x += ffn(rmsnorm(x)), stopping between
+ * layers on fw->stop; final norm and output head.  llama, qwen2, qwen3,
+ * phi3 and qwen3moe are exactly this; what sets them apart happens inside
+ * adil_self_attention (biases, q/k norms, fused views) and `ffn`. */
+adil_status adil_prenorm_forward(const adil_transformer *m, adil_forward *fw, const int32_t *tokens,
+                                 int64_t T, int64_t pos0, const adil_attn_cfg *attn, adil_ffn_fn ffn,
+                                 float *logits, bool all_logits);
+
 #endif /* ADIL_MODEL_BLOCKS_H */

@@ -91,10 +91,6 @@ static adil_status qwen3moe_load(const gguf_file *f, adil_transformer *m) {
 static adil_status qwen3moe_forward(const adil_transformer *m, adil_forward *fw, const int32_t *tokens,
                                     int64_t T, int64_t pos0, float *logits, bool all_logits) {
     const adil_hparams *hp = &m->hp;
-    const int64_t D = hp->n_embd;
-    float *x = fw->x;     /* (T, D) the residual stream */
-    float *xb = fw->xb;   /* (T, D) normed input of a block */
-    float *xb2 = fw->xb2; /* (T, D) output of a block */
     const adil_attn_cfg attn = {
         .rope = {.n_rot = hp->n_rot,
                  .base = hp->rope_base,
@@ -104,30 +100,8 @@ static adil_status qwen3moe_forward(const adil_transformer *m, adil_forward *fw,
         .window = 0,
         .scale = hp->attn_scale,
     };
-    adil_status st;
-
-    /* token embeddings */
-    if ((st = adil_get_rows(&m->tok_embd, tokens, T, x))) return st;
-
-    for (int64_t il = 0; il < hp->n_layer; il++) {
-        const adil_layer *L = &m->layers[il];
-
-        /* a cancel or a deadline stops between layers */
-        if (fw->stop && (st = fw->stop(fw->stop_user))) return st;
-
-        /* attention: pre-norm, attend (Q/K normed per head), residual */
-        adil_rmsnorm_rows(fw->pool, xb, x, L->attn_norm, T, D, hp->rms_eps);
-        if ((st = adil_self_attention(m, fw, il, xb, T, pos0, &attn, xb2))) return st;
-        adil_add(x, xb2, T * D);
-
-        /* feed-forward: pre-norm, the token's experts, residual */
-        adil_rmsnorm_rows(fw->pool, xb, x, L->ffn_norm, T, D, hp->rms_eps);
-        if ((st = adil_moe_ffn(m, fw, il, xb, T, xb2))) return st;
-        adil_add(x, xb2, T * D);
-    }
-
-    /* final norm and output head */
-    return adil_output_logits(m, fw, x, T, logits, all_logits);
+    /* pre-norm layers: attention (q/k normed per head), the token's experts */
+    return adil_prenorm_forward(m, fw, tokens, T, pos0, &attn, adil_moe_ffn, logits, all_logits);
 }
 
 const adil_arch adil_arch_qwen3moe = {ARCH, qwen3moe_load, qwen3moe_forward};
