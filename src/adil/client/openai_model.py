@@ -519,6 +519,7 @@ class _Reader:
                 self._end(failed=exc)
                 raise
             if choice is None:
+                self._stream.finish()  # the connection is reused by the next request
                 self._end()
             return choice
         finally:

@@ -344,6 +344,7 @@ class RemoteGeneration(Iterator[Piece]):
             self._tokens = [int(t) for t in tokens]
         if data.get("logprobs") is not None:
             self._logprobs = [_logprob(x) for x in data["logprobs"]]
+        self._stream.finish()  # the connection is reused by the next request
         reason = data.get("stop_reason")
         self._stats(data.get("stats"))
         self._end(reason if reason in _STOP_REASONS else "end_of_text",

@@ -107,6 +107,45 @@ class ServiceContext(Protocol):
         ...
 
 
+class Disconnect:
+    """Whether a request's client went away: ``is_set``/``set``/``wait`` as
+    an :class:`asyncio.Event`'s, and :meth:`future`, a future done once set
+    — for ``asyncio.wait`` and done-callbacks without a task wrapped around
+    ``wait()`` for every watcher (each such task costs loop iterations on
+    every request's path).  Used on the event loop's thread only."""
+
+    def __init__(self) -> None:
+        self._set = False
+        self._futures: list[asyncio.Future[None]] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        if self._set:
+            return
+        self._set = True
+        futures, self._futures = self._futures, []
+        for future in futures:
+            if not future.done():
+                future.set_result(None)
+
+    def future(self) -> asyncio.Future[None]:
+        """A new future, done once the client went away (cancel it to stop
+        watching)."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._set:
+            future.set_result(None)
+        else:
+            self._futures = [f for f in self._futures if not f.done()]
+            self._futures.append(future)
+        return future
+
+    async def wait(self) -> None:
+        if not self._set:
+            await self.future()
+
+
 @dataclass
 class Request:
     """One complete HTTP request.  ``headers``: lower-case names, repeated
@@ -119,7 +158,7 @@ class Request:
     body: bytes
     request_id: str
     service: ServiceContext
-    disconnected: asyncio.Event = field(default_factory=asyncio.Event)
+    disconnected: Disconnect = field(default_factory=Disconnect)
     holds_slot: bool = False
 
     def json(self) -> Any:
@@ -172,7 +211,7 @@ class Request:
         future = loop.run_in_executor(None, work)
         if cancel is None:
             return await asyncio.shield(future)
-        gone = asyncio.ensure_future(self.disconnected.wait())
+        gone = self.disconnected.future()
         waiters: set[asyncio.Future[Any]] = {future, gone}
         try:
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
@@ -210,6 +249,7 @@ class RunPump(Generic[R]):
     method there too."""
 
     AHEAD = 4
+    IDLE: Any = object()  # next(idle=...): nothing came for that long
 
     def __init__(self, request: Request, start: Callable[[], R], *,
                  cancel: Callable[[], None], close: Callable[[R], None]) -> None:
@@ -217,7 +257,7 @@ class RunPump(Generic[R]):
         self._cancel = cancel
         self._close = close
         self._results: collections.deque[tuple[str, Any]] = collections.deque()
-        self._waiter: asyncio.Future[None] | None = None
+        self._waiter: asyncio.Future[bool] | None = None
         self._stop = threading.Event()  # the loop asks the worker to stop stepping
         self._credits = threading.Semaphore(self.AHEAD)  # items the worker may still post
         self._ended = False  # the last result ("end" or "error") was taken
@@ -225,7 +265,7 @@ class RunPump(Generic[R]):
         self._close_error: BaseException | None = None
         self._worker = self._loop.run_in_executor(None, self._work, start)
         # One watcher for the whole run (not one per step).
-        self._gone = asyncio.ensure_future(request.disconnected.wait())
+        self._gone = request.disconnected.future()
         self._gone.add_done_callback(self._on_gone)
 
     # -- the worker thread ----------------------------------------------
@@ -255,41 +295,67 @@ class RunPump(Generic[R]):
                 self._close_error = exc
 
     def _post(self, kind: str, value: Any) -> None:
+        # Straight into the queue (deque appends are atomic), so the loop
+        # sees a result as soon as it looks (ready(); a _take that finds one
+        # does not wait), even before it ran the wake-up below.
+        self._results.append((kind, value))
         try:
-            self._loop.call_soon_threadsafe(self._deliver, kind, value)
+            self._loop.call_soon_threadsafe(self._wake)
         except RuntimeError:  # the loop is closed: the server stopped, nobody reads
             pass
 
     # -- the event loop -------------------------------------------------
-    def _deliver(self, kind: str, value: Any) -> None:
-        self._results.append((kind, value))
+    def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+            waiter.set_result(True)
 
-    async def _take(self) -> tuple[str, Any]:
+    async def ready(self, within: float) -> bool:
+        """True once a result is at hand (the next ``next()`` does not
+        wait), False when none came within `within` seconds."""
+        return self._ended or await self._wait(within)
+
+    async def _wait(self, idle: float | None) -> bool:
+        """Until a result is at hand; False when none came for `idle` seconds."""
         while not self._results:
-            self._waiter = self._loop.create_future()
+            waiter = self._waiter = self._loop.create_future()
+            timer = None if idle is None else self._loop.call_later(idle, _time_out, waiter)
             try:
-                await self._waiter
+                await waiter
             finally:
                 self._waiter = None
+                if timer is not None:
+                    timer.cancel()
+            if not self._results and not waiter.result():
+                return False
+        return True
+
+    async def _take(self, idle: float | None = None) -> tuple[str, Any] | None:
+        """The next result; None when none came for `idle` seconds."""
+        if not await self._wait(idle):
+            return None
         return self._results.popleft()
 
     async def started(self) -> R:
         """What `start` returned; raises what it raised."""
-        kind, value = await self._take()
+        taken = await self._take()
+        assert taken is not None
+        kind, value = taken
         if kind == "error":
             self._ended = True
             raise value
         return value  # type: ignore[no-any-return]
 
-    async def next(self) -> Any:
-        """The next item; None at the end (or once stopped); raises what a
+    async def next(self, idle: float | None = None) -> Any:
+        """The next item; None at the end (or once stopped); :attr:`IDLE`
+        when none came for `idle` seconds (the run goes on); raises what a
         step raised."""
         if self._ended:
             return None
-        kind, value = await self._take()
+        taken = await self._take(idle)
+        if taken is None:
+            return RunPump.IDLE
+        kind, value = taken
         if kind == "item":
             self._credits.release()
             return value
@@ -358,6 +424,17 @@ class StreamingResponse:
     ping: bytes | None = b": ping\n\n"
     ping_interval: float = 10.0
     on_close: Callable[[], Awaitable[None]] | None = None
+    # True: `body` sends its own pings and ends by itself soon after the
+    # client goes away (a RunPump's stream: the pump stops its run then), so
+    # the server reads it chunk by chunk directly, without a task raced
+    # against the disconnect and a ping timer for every chunk.
+    self_paced: bool = False
+    # For a self-paced body, awaited before the head goes out: True when its
+    # first chunk is at hand, which then goes out with the head in one write
+    # (a first token that comes at once costs the client one read, not two).
+    # Waiting a little for it costs nothing: the head alone tells the
+    # client nothing it can act on.
+    ready: Callable[[], Awaitable[bool]] | None = None
 
 
 Handler = Callable[[Request], Awaitable[Response | StreamingResponse]]
@@ -403,6 +480,11 @@ class Router:
     def methods(self, path: str) -> list[str]:
         """The methods registered for `path` (empty: no such path)."""
         return sorted(m for (m, p) in self._routes if p == path)
+
+
+def _time_out(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(False)
 
 
 def to_json_bytes(value: Any) -> bytes:

@@ -33,6 +33,13 @@ __all__ = ["routes"]
 routes = Router()
 PREFIX = "/adil/v1"
 DEFAULT_MAX_TOKENS = 256
+# A streamed generation silent for this long sends a comment (proxies keep
+# the connection open; the client's read clock runs on, see adil.Client).
+PING_INTERVAL = StreamingResponse.ping_interval
+PING: bytes = StreamingResponse.ping or b": ping\n\n"
+# How long a streamed generation's response head waits for the first piece,
+# to go out with it in one write (a longer prefill: the head goes alone).
+HEAD_WAIT = 0.005
 _SAMPLING_FIELDS = frozenset(f.name for f in dataclasses.fields(DEFAULT_SAMPLING))
 _GENERATE_FIELDS = frozenset({"prompt", "max_tokens", "sampling", "stop", "stop_tokens", "schema",
                               "constraint", "logprobs", "ignore_eos", "timeout", "stream"})
@@ -273,7 +280,8 @@ async def _stream_generation(request: Request, model: Model, prompt: Any,
         await pump.aclose()
         raise
     run = _PumpedRun(request, gen, pump)
-    return StreamingResponse(_events(request, run), on_close=run.close)
+    return StreamingResponse(_events(request, run), on_close=run.close, ping=None,
+                             self_paced=True, ready=lambda: pump.ready(HEAD_WAIT))
 
 
 class _PumpedRun:
@@ -306,8 +314,8 @@ async def _events(request: Request, run: _PumpedRun) -> AsyncIterator[bytes]:
     is closed."""
     pump = run.pump
     try:
-        while (piece := await pump.next()) is not None:
-            yield sse_event(piece_json(piece), "piece")
+        while (piece := await pump.next(idle=PING_INTERVAL)) is not None:
+            yield PING if piece is RunPump.IDLE else sse_event(piece_json(piece), "piece")
     except AdilError as exc:
         await run.close()
         yield sse_event(error_body(exc, request.request_id), "error")

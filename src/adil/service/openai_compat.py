@@ -49,15 +49,15 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import AdilError, CapabilityError, InvalidArgumentError
-from .app import Request, Response, Router, StreamingResponse, sse_event
+from .app import Request, Response, Router, RunPump, StreamingResponse, sse_event
 from .errors_http import error_body
 
 if TYPE_CHECKING:
     from ..chat_api import ChatResponse, ChatStream
-    from ..generation import TokenLogprob
+    from ..generation import Generation, TokenLogprob
     from ..messages import Usage
 
 __all__ = [
@@ -74,6 +74,10 @@ __all__ = [
 ]
 
 DONE = sse_event("[DONE]")
+# A stream silent for this long sends a comment (proxies keep it open).
+PING_INTERVAL = StreamingResponse.ping_interval
+PING: bytes = StreamingResponse.ping or b": ping\n\n"
+R = TypeVar("R", bound=Iterator[Any])
 COMPLETION_DEFAULT_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
 
 # llama.cpp's server accepts these sampling fields as extensions; so do we.
@@ -576,9 +580,10 @@ async def chat_completions(request: Request) -> Response | StreamingResponse:
     token = model.cancel_token()
     # Always a ChatStream (also for a whole answer): its steps run one at a
     # time in the worker, so a client gone cancels before the next token.
-    stream = await request.call(lambda: model.chat(**call.kwargs, stream=True, cancel=token),
-                                cancel=token.cancel)
-    run = _Run(request, stream, token.cancel, stream.close, lambda: _chat_outcome(stream))
+    run: _Run[ChatStream] = _Run(
+        request, lambda: model.chat(**call.kwargs, stream=True, cancel=token),
+        cancel=token.cancel, close=lambda stream: stream.close(), outcome=_chat_outcome)
+    stream = await run.start()
     first = await run.first()  # before the headers: a prefill error gets its own status
     if not call.stream:
         async with run:
@@ -589,19 +594,18 @@ async def chat_completions(request: Request) -> Response | StreamingResponse:
     chunks = ChatChunks(ident, created, served)
 
     async def body() -> AsyncIterator[bytes]:
-        yield sse_event(chunks.start())
-        item = first
-        while item is not None:
-            if not call.forced:
-                yield sse_event(chunks.content(item.text))
-            item = await run.next()
+        head = sse_event(chunks.start())
+        async for item in run.items(first):
+            if item is PING:
+                yield item
+            elif not call.forced:
+                yield head + sse_event(chunks.content(item.text))
+                head = b""
         await run.aclose()  # the slot is free before [DONE]: the client's next request runs
-        for chunk in chunks.end(stream.response, logprobs=call.logprobs,
-                                include_usage=call.include_usage):
-            yield sse_event(chunk)
-        yield DONE
+        yield head + b"".join(sse_event(chunk) for chunk in chunks.end(
+            stream.response, logprobs=call.logprobs, include_usage=call.include_usage)) + DONE
 
-    return StreamingResponse(_errors_as_events(body(), request), on_close=run.aclose)
+    return _streaming(body(), request, run)
 
 
 def _chat_outcome(stream: ChatStream) -> dict[str, Any]:
@@ -626,12 +630,13 @@ async def completions(request: Request) -> Response | StreamingResponse:
     if call.echo:  # before the run: from its start to its close, nothing else awaits
         echo = prompt if isinstance(prompt, str) else await request.call(
             lambda: model.detokenize(prompt))
-    generation = await request.call(
-        lambda: model.generate(prompt, cancel=token, **call.kwargs), cancel=token.cancel)
-    run = _Run(request, generation, generation.cancel, generation.close,
-               lambda: {"stop_reason": generation.stop_reason,
-                        "cancel_acknowledged": generation.cancel_acknowledged,
-                        "n_tokens": len(generation.tokens)})
+    run: _Run[Generation] = _Run(
+        request, lambda: model.generate(prompt, cancel=token, **call.kwargs),
+        cancel=token.cancel, close=lambda generation: generation.close(),
+        outcome=lambda generation: {"stop_reason": generation.stop_reason,
+                                    "cancel_acknowledged": generation.cancel_acknowledged,
+                                    "n_tokens": len(generation.tokens)})
+    generation = await run.start()
     first = await run.first()
 
     def usage() -> dict[str, int]:
@@ -652,22 +657,38 @@ async def completions(request: Request) -> Response | StreamingResponse:
         return sse_event(completion_chunk(text, ident=ident, created=created, model=served, **kw))
 
     async def body() -> AsyncIterator[bytes]:
-        if echo:
-            yield chunk(echo)
-        offset, item = len(echo), first
-        while item is not None:
+        head = chunk(echo) if echo else b""
+        offset = len(echo)
+        async for item in run.items(first):
+            if item is PING:
+                yield item
+                continue
             lps = completion_logprobs_json(item.logprobs, offset)
             offset += len(item.text)
-            yield chunk(item.text, logprobs=lps)
-            item = await run.next()
+            yield head + chunk(item.text, logprobs=lps)
+            head = b""
         await run.aclose()  # the slot is free before [DONE]: the client's next request runs
-        yield chunk("", finish=completion_finish_reason(generation.stop_reason))
+        tail = head + chunk("", finish=completion_finish_reason(generation.stop_reason))
         if call.include_usage:
-            yield sse_event({"id": ident, "object": "text_completion", "created": created,
-                             "model": served, "choices": [], "usage": usage()})
-        yield DONE
+            tail += sse_event({"id": ident, "object": "text_completion", "created": created,
+                               "model": served, "choices": [], "usage": usage()})
+        yield tail + DONE
 
-    return StreamingResponse(_errors_as_events(body(), request), on_close=run.aclose)
+    return _streaming(body(), request, run)
+
+
+def _streaming(body: AsyncIterator[bytes], request: Request, run: _Run[Any]
+               ) -> StreamingResponse:
+    """The response of a streamed run: self-paced (the run's pump stops it
+    when the client goes away; the body sends its own pings), its first
+    chunk at hand (the first item was taken before the head) so it goes out
+    with the head."""
+    return StreamingResponse(_errors_as_events(body, request), on_close=run.aclose, ping=None,
+                             self_paced=True, ready=_at_hand)
+
+
+async def _at_hand() -> bool:
+    return True
 
 
 async def _errors_as_events(body: AsyncIterator[bytes], request: Request
@@ -681,28 +702,38 @@ async def _errors_as_events(body: AsyncIterator[bytes], request: Request
         yield sse_event(error_body(exc, request.request_id, openai=True))
 
 
-class _Run:
-    """One engine run of a request: its items (a ChatStream's chunks or a
-    Generation's pieces) taken one step at a time in a worker thread; a
-    client gone meanwhile cancels it (``Request.call``).  ``aclose()``
+class _Run(Generic[R]):
+    """One engine run of a request, started and stepped by one worker
+    thread (:class:`~adil.service.app.RunPump`: a ChatStream's chunks or a
+    Generation's pieces handed to the loop as they come, no worker round
+    trip per token); a client gone meanwhile cancels it.  ``aclose()``
     (idempotent; a StreamingResponse's ``on_close``, or leaving ``async
-    with``) cancels the run if still going, closes it once the engine has
-    stopped, and reports the outcome to the service."""
+    with``) cancels the run if still going, waits until the worker closed
+    it (the engine has stopped), and reports the outcome to the service."""
 
-    def __init__(self, request: Request, items: Iterator[Any], cancel: Callable[[], None],
-                 close: Callable[[], None], outcome: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, request: Request, start: Callable[[], R], *, cancel: Callable[[], None],
+                 close: Callable[[R], None], outcome: Callable[[R], dict[str, Any]]) -> None:
         self._request = request
-        self._items = items
-        self._cancel = cancel
-        self._close = close
+        self._pump: RunPump[R] = RunPump(request, start, cancel=cancel,
+                                         close=lambda run: _quietly(lambda: close(run)))
         self._outcome = outcome
+        self._run: R | None = None
         self._closed = False
-        request.service.run_started(request)
+
+    async def start(self) -> R:
+        """What `start` returned (in the worker); raises what it raised."""
+        try:
+            self._run = await self._pump.started()
+        except BaseException:
+            self._closed = True
+            await self._pump.aclose()
+            raise
+        self._request.service.run_started(self._request)
+        return self._run
 
     async def next(self) -> Any:
         """The next item, None at the end."""
-        items = self._items
-        return await self._request.call(lambda: next(items, None), cancel=self._cancel)
+        return await self._pump.next()
 
     async def first(self) -> Any:
         """The first item; on an error the run is closed before it is raised."""
@@ -712,17 +743,25 @@ class _Run:
             await self.aclose()
             raise
 
+    async def items(self, first: Any) -> AsyncIterator[Any]:
+        """`first`, then the run's other items; :data:`PING` after every
+        silence of the ping interval (the run goes on)."""
+        item = first
+        while item is not None:
+            yield PING if item is RunPump.IDLE else item
+            item = await self._pump.next(idle=PING_INTERVAL)
+
     async def aclose(self) -> None:
         if self._closed:
             return
         self._closed = True
-        self._cancel()
         try:
-            await self._request.call(lambda: _quietly(self._close))
+            await self._pump.aclose()
         finally:
-            self._request.service.run_finished(self._request, self._outcome())
+            assert self._run is not None
+            self._request.service.run_finished(self._request, self._outcome(self._run))
 
-    async def __aenter__(self) -> _Run:
+    async def __aenter__(self) -> _Run[R]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

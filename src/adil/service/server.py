@@ -466,11 +466,12 @@ class _Connection:
         headers.append(("content-length", str(len(response.body))))
         if close:
             headers.append(("connection", "close"))
+        events: list[Any] = [h11.Response(status_code=response.status, headers=headers)]
+        if response.body:
+            events.append(h11.Data(data=response.body))
+        events.append(h11.EndOfMessage())
         try:
-            await self._write(h11.Response(status_code=response.status, headers=headers))
-            if response.body:
-                await self._write(h11.Data(data=response.body))
-            await self._write(h11.EndOfMessage())
+            await self._write(*events)  # one write: one segment, one wake-up of the reader
         except (OSError, h11.LocalProtocolError):
             raise _Close from None
         if close:
@@ -488,8 +489,8 @@ class _Connection:
         with contextlib.suppress(_Close, h11.LocalProtocolError):
             await self._send_error(error, request_id_of(None), [], False, close=True)
 
-    async def _write(self, event: Any) -> None:
-        data = self.conn.send(event)
+    async def _write(self, *events: Any) -> None:
+        data = b"".join(self.conn.send(event) or b"" for event in events)
         if data:
             self.writer.write(data)
             if not self.writer.transport.get_write_buffer_size():
@@ -506,14 +507,20 @@ class _Connection:
     async def _stream(self, response: StreamingResponse, request: Request,
                       cors: list[tuple[str, str]]) -> None:
         body = response.body
-        gone = asyncio.ensure_future(request.disconnected.wait())
+        gone = None if response.self_paced else request.disconnected.future()
         try:
             headers = self._base_headers(request.request_id, cors, response.media_type)
             headers += response.headers + [("cache-control", "no-cache")]
-            await self._write(h11.Response(status_code=response.status, headers=headers))
-            while (chunk := await self._next_chunk(body, gone, response)) is not None:
-                await self._write(h11.Data(data=chunk))
-            if not gone.done():
+            head = h11.Response(status_code=response.status, headers=headers)
+            if gone is None:
+                await self._write(head, *await self._ready_chunk(response))
+                async for data in body:
+                    await self._write(h11.Data(data=data))
+            else:
+                await self._write(head)
+                while (chunk := await self._next_chunk(body, gone, response)) is not None:
+                    await self._write(h11.Data(data=chunk))
+            if not request.disconnected.is_set():
                 await self._write(h11.EndOfMessage())
         except (OSError, h11.LocalProtocolError):
             request.disconnected.set()
@@ -525,12 +532,23 @@ class _Connection:
             log.exception("stream %s failed", request.request_id)
             raise _Close from None
         finally:
-            gone.cancel()
+            if gone is not None:
+                gone.cancel()
             await _close_iterator(body)
             if response.on_close is not None:
                 await response.on_close()
         if request.disconnected.is_set():
             raise _Close
+
+    @staticmethod
+    async def _ready_chunk(response: StreamingResponse) -> list[h11.Data]:
+        """The self-paced body's first chunk when it is at hand already (to
+        go out with the head), else nothing."""
+        if response.ready is None or not await response.ready():
+            return []
+        with contextlib.suppress(StopAsyncIteration):
+            return [h11.Data(data=await anext(response.body))]
+        return []
 
     async def _next_chunk(self, body: AsyncIterator[bytes], gone: asyncio.Future[Any],
                           response: StreamingResponse) -> bytes | None:
