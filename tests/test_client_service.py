@@ -66,6 +66,28 @@ def test_generate_streams_pieces_and_reports_like_a_generation(serve: Serve) -> 
     assert model.detokenize(model.tokenize("abc", add_bos=False)) == "abc"
 
 
+def test_requests_share_one_connection(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Streamed and plain requests of one client go over one kept-alive
+    connection: a stream read to its end hands its connection back (a new
+    connection per request costs both sides a handshake on every call)."""
+    accepted: list[object] = []
+    accept = Server._accept
+
+    async def counting(self: Server, reader: Any, writer: Any) -> None:
+        accepted.append(writer)
+        await accept(self, reader, writer)
+
+    monkeypatch.setattr(Server, "_accept", counting)
+    server = serve({"turns": [{"text": "Hello there."}] * 8, "token_delay_ms": 0}, ready=True)
+    model = client_of(server).model()
+    for _ in range(3):
+        assert model.complete("hi", max_tokens=64).text == "Hello there."
+        for _piece in model.generate("hi", max_tokens=64):
+            pass
+        model.tokenize("abc")
+    assert len(accepted) == 1
+
+
 def test_health_and_info(serve: Serve) -> None:
     server = serve({"turns": [{"text": "x"}]})
     client = client_of(server, retry=FAST_RETRY)

@@ -27,6 +27,7 @@ per-round TTFT differences.  Goals of the issue: decode >= 0.97x, added TTFT
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import platform
@@ -48,6 +49,10 @@ PROMPT = "The history of the printing press begins"
 MODES = ("inproc", "client", "raw")
 GOAL_DECODE_RATIO = 0.97
 GOAL_TTFT_ADDED_MS = 2.0
+# The stub's time per token in --stub mode: above the engine's 20 ms step
+# budget, so that every step (every event) holds one token and decode
+# tokens/s compare; at 1 ms a step held 16 tokens and decode read 0.
+STUB_TOKEN_DELAY_MS = 25
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,8 @@ def raw_pieces(http: httpx.Client, body: dict[str, Any]) -> Iterator[tuple[int, 
             response.read()
             raise RuntimeError(f"generate answered {response.status_code}: {response.text}")
         event = ""
-        for line in response.iter_lines():
+        lines = response.iter_lines()
+        for line in lines:
             if line.startswith("event:"):
                 event = line[6:].strip()
             elif line.startswith("data:") and event == "piece":
@@ -112,6 +118,10 @@ def raw_pieces(http: httpx.Client, body: dict[str, Any]) -> Iterator[tuple[int, 
             elif line.startswith("data:") and event == "error":
                 raise RuntimeError(f"the stream ended with an error: {line[5:]}")
             elif line.startswith("data:") and event == "done":
+                # read on to the end of the body, as a client that keeps its
+                # connection does (leaving now would close it)
+                for _ in lines:
+                    pass
                 return
 
 
@@ -120,6 +130,17 @@ def raw_run(http: httpx.Client, prompt: str, max_tokens: int) -> Run:
             "ignore_eos": True, "stream": True}
     started = time.perf_counter()
     return measure(raw_pieces(http, body), started)
+
+
+def stub_script(token_delay_ms: int) -> str:
+    """A stub script file (removed at exit) answering every run with the
+    same long text, `token_delay_ms` per token."""
+    turn = {"text": "The printing press spread across Europe within decades. " * 40}
+    handle = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    with handle:
+        json.dump({"turns": [turn] * 2000, "token_delay_ms": token_delay_ms}, handle)
+    atexit.register(os.unlink, handle.name)
+    return handle.name
 
 
 class ServeProcess:
@@ -230,9 +251,18 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--modes", default=",".join(MODES),
                         help=f"comma-separated subset of {','.join(MODES)} (inproc always runs)")
+    parser.add_argument("--stub", action="store_true",
+                        help="the reference stub engine on a script of its own instead of a "
+                             "model: what the HTTP path costs, without a model's noise")
+    parser.add_argument("--token-delay-ms", type=int, default=STUB_TOKEN_DELAY_MS,
+                        help="with --stub: the script's time per token (above the engine's "
+                             "20 ms step budget, each step holds one token; 0: the bare cost)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args()
     modes = ["inproc", *(m for m in args.modes.split(",") if m in MODES and m != "inproc")]
+    if args.stub:
+        args.library = args.library or str(adil.STUB_LIBRARY)
+        args.model = stub_script(args.token_delay_ms)
     path = args.model if Path(args.model).exists() else str(adil.models.path(args.model))
     engine = adil.Engine.open(library=args.library)
     context = 4096

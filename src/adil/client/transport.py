@@ -31,9 +31,11 @@ import contextlib
 import errno
 import itertools
 import json
+import math
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -364,6 +366,14 @@ class EventStream:
             self._watchdog.forget(self)
         self.response.close()
 
+    def first_look(self) -> float | None:
+        """In how many seconds the watchdog must first look at this new
+        stream (None: only when woken, by its cancel token)."""
+        left = self.deadline.remaining()
+        if self._cancel is not None and not hasattr(self._cancel, "add_callback"):
+            return _POLL if left is None else min(left, _POLL)
+        return left
+
     def check(self) -> float | None:
         """The watchdog's look at this stream: aborts it when its cancel
         token is set or its total deadline passed; else how long the
@@ -454,6 +464,9 @@ class Watchdog:
         self._woken = False
         self._closed = False
         self._thread: threading.Thread | None = None
+        # When the sleeping thread looks again by itself (monotonic seconds,
+        # inf: only when woken); None while it is not asleep.
+        self._asleep_until: float | None = None
 
     def watch(self, stream: EventStream) -> None:
         with self._cond:
@@ -462,7 +475,14 @@ class Watchdog:
                 self._thread = threading.Thread(target=self._run, daemon=True,
                                                 name="adil-client-watchdog")
                 self._thread.start()
-            self._wake_locked()
+            # Woken only when this stream needs a look before the thread
+            # looks anyway: waking it on every stream put a thread switch on
+            # each call's way to its first token.
+            look = stream.first_look()
+            asleep_until = self._asleep_until
+            if asleep_until is None or (look is not None
+                                        and time.monotonic() + look < asleep_until):
+                self._wake_locked()
 
     def forget(self, stream: EventStream) -> None:
         with self._cond:
@@ -496,7 +516,10 @@ class Watchdog:
                 finally:
                     self._cond.acquire()
                 if not self._woken:
-                    self._cond.wait(min(waits) if waits else None)
+                    wait = min(waits) if waits else None
+                    self._asleep_until = math.inf if wait is None else time.monotonic() + wait
+                    self._cond.wait(wait)
+                    self._asleep_until = None
 
 
 class Stopped(Exception):
