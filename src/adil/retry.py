@@ -92,7 +92,6 @@ class RetryPolicy:
         retryable, runs out of retries, or the next try would pass the
         deadline.  `should_stop` (e.g. a cancel flag) ends the retries early:
         the last error is raised."""
-        rng = rng or random.Random()
         retry = 0
         while True:
             if deadline is not None:
@@ -102,6 +101,7 @@ class RetryPolicy:
             except AdilError as error:
                 if not is_retryable(error) or retry >= self.max_retries:
                     raise
+                rng = rng or random.Random()  # made at the first retry: seeding reads urandom
                 pause = self.delay(retry, rng)
                 if deadline is not None and deadline.expires_within(pause):
                     raise

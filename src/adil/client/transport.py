@@ -66,6 +66,8 @@ _POLL = 0.05
 # How many lines past its last event a stream may still hold before it is
 # closed rather than read to its end (a server that goes on is not waited for).
 _TRAILING_LINES = 8
+# Parsed URLs kept per path (paths with queries could be many: bounded).
+_URL_CACHE = 64
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,7 @@ class Transport:
         # a request on the time to first token, and this client needs none
         # of them (no redirects are followed, no proxies or .netrc read).
         self._http = httpx.HTTPTransport(trust_env=False)
+        self._urls: dict[str, httpx.URL] = {}
         self._watchdog = Watchdog()
 
     def close(self) -> None:
@@ -190,7 +193,7 @@ class Transport:
         headers["x-request-id"] = rid
         if content is not None:
             headers["content-type"] = "application/json"
-        request = httpx.Request(method, self.base_url + path, content=content, headers=headers,
+        request = httpx.Request(method, self._url(path), content=content, headers=headers,
                                 extensions={"timeout": self._httpx_timeout(deadline)})
         try:
             return self._checked(self._open(request, deadline), deadline)
@@ -198,6 +201,15 @@ class Transport:
             if exc.request_id is None:
                 exc.request_id = rid
             raise
+
+    def _url(self, path: str) -> httpx.URL:
+        """The URL of `path`, parsed once (parsing it cost ~40 us a request)."""
+        url = self._urls.get(path)
+        if url is None:
+            if len(self._urls) >= _URL_CACHE:
+                self._urls.clear()
+            url = self._urls[path] = httpx.URL(self.base_url + path)
+        return url
 
     def _checked(self, response: httpx.Response, deadline: Deadline) -> httpx.Response:
         if response.status_code >= 400:
