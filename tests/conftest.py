@@ -62,6 +62,23 @@ def stub_model(
 
 
 @pytest.fixture
+def accepted(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The connections adil.service.Server accepted during the test (one
+    entry each)."""
+    from adil.service.server import Server
+
+    accepted: list[object] = []
+    accept = Server._accept
+
+    async def counting(self: Server, reader: Any, writer: Any) -> None:
+        accepted.append(writer)
+        await accept(self, reader, writer)
+
+    monkeypatch.setattr(Server, "_accept", counting)
+    return accepted
+
+
+@pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     """Starts an adil.service Server on the stub for a script (a dict, or a
     file of tests/stub_scripts by name) on a free port; ``ready=True`` waits

@@ -106,17 +106,9 @@ def test_generate_streams_pieces(serve: Serve) -> None:
     assert done.text == "The quick brown fox jumps." and done.stop_reason == "end_of_text"
 
 
-def test_streams_share_one_connection(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_streams_share_one_connection(serve: Serve, accepted: list[object]) -> None:
     """A stream read to its ``[DONE]`` hands its connection back: the next
     request needs no new one."""
-    accepted: list[object] = []
-    accept = Server._accept
-
-    async def counting(self: Server, reader: Any, writer: Any) -> None:
-        accepted.append(writer)
-        await accept(self, reader, writer)
-
-    monkeypatch.setattr(Server, "_accept", counting)
     model = client_of(serve({"turns": [{"text": "Fine."}] * 8, "token_delay_ms": 0})).model()
     for _ in range(3):
         assert model.complete("a", max_tokens=16).text == "Fine."

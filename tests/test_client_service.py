@@ -66,18 +66,10 @@ def test_generate_streams_pieces_and_reports_like_a_generation(serve: Serve) -> 
     assert model.detokenize(model.tokenize("abc", add_bos=False)) == "abc"
 
 
-def test_requests_share_one_connection(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_requests_share_one_connection(serve: Serve, accepted: list[object]) -> None:
     """Streamed and plain requests of one client go over one kept-alive
     connection: a stream read to its end hands its connection back (a new
     connection per request costs both sides a handshake on every call)."""
-    accepted: list[object] = []
-    accept = Server._accept
-
-    async def counting(self: Server, reader: Any, writer: Any) -> None:
-        accepted.append(writer)
-        await accept(self, reader, writer)
-
-    monkeypatch.setattr(Server, "_accept", counting)
     server = serve({"turns": [{"text": "Hello there."}] * 8, "token_delay_ms": 0}, ready=True)
     model = client_of(server).model()
     for _ in range(3):
