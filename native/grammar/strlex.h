@@ -44,7 +44,7 @@ static inline lex_result lex_hex(strlex *s, uint8_t b) {
     const uint16_t acc = (uint16_t)(s->acc * 16 + v);
     if (k == 0 && s->high && v != 0xD) return LEX_REJECT;
     if (k == 1 && s->high && v < 0xC) return LEX_REJECT;
-    if (k == 1 && !s->high && acc >= 0xDC) return LEX_REJECT; /* a lone low half */
+    if (k == 1 && !s->high && acc >= 0xDC && acc <= 0xDF) return LEX_REJECT; /* a lone low half */
     s->acc = acc;
     if (k < 3) {
         s->esc++;
