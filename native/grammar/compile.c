@@ -272,6 +272,10 @@ static adil_status compile_object(compiler *c, const adil_json *s, uint32_t *out
     }
     if (st != ADIL_OK) return st;
     adil_grammar *g = c->g;
+    node.nest = 1;
+    for (uint32_t i = 0; i < n; i++)
+        if (node.required >> i & 1 && g->nodes[tmp[i].value].nest + 1 > node.nest)
+            node.nest = g->nodes[tmp[i].value].nest + 1;
     if (!grammar_grow((void **)&g->props, &g->cap_props, g->n_props + n, sizeof *tmp))
         return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_grammar_compile: out of memory");
     node.a = g->n_props;
@@ -298,6 +302,7 @@ static adil_status compile_array(compiler *c, const adil_json *s, uint32_t *out)
     if (node.min_len > node.max_len)
         return fail_at(c, "maxItems", ADIL_STATUS_CAPABILITY, "minItems %u is above maxItems %u",
                        node.min_len, node.max_len);
+    node.nest = 1 + (node.min_len > 0 ? c->g->nodes[node.a].nest : 0);
     return grammar_add_node(c->g, &node, out);
 }
 
@@ -516,7 +521,9 @@ static adil_status compile_types(compiler *c, const adil_json *s, unsigned types
     adil_grammar *g = c->g;
     if (!grammar_grow((void **)&g->kids, &g->cap_kids, g->n_kids + n, sizeof *kids))
         return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_grammar_compile: out of memory");
-    const gnode node = {.kind = NODE_UNION, .a = g->n_kids, .b = n};
+    gnode node = {.kind = NODE_UNION, .a = g->n_kids, .b = n, .nest = UINT32_MAX};
+    for (uint32_t i = 0; i < n; i++)
+        if (g->nodes[kids[i]].nest < node.nest) node.nest = g->nodes[kids[i]].nest;
     memcpy(g->kids + g->n_kids, kids, n * sizeof *kids);
     g->n_kids += n;
     return grammar_add_node(g, &node, out);

@@ -135,14 +135,24 @@ static int close_container(const feeder *fd, uint32_t *top, const frame *f) {
     return CONSUMED;
 }
 
+/* The declared keys whose values cannot fit at `depth` (the object's own):
+ * they start out as written, so that no key, comma or quote leads to one.
+ * Never a required key: the object opens only where those fit (gnode.nest). */
+static uint64_t too_deep(const feeder *fd, const gnode *n, uint32_t depth) {
+    uint64_t x = 0;
+    for (uint32_t i = 0; i < n->b; i++)
+        if (depth + fd->g->nodes[fd->g->props[n->a + i].value].nest > GRAMMAR_MAX_DEPTH) x |= 1ull << i;
+    return x;
+}
+
 static int step_object(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
     const gnode *n = node_of(fd, f);
     switch (f->phase) {
     case O_START:
-        if (b != '{' || f->depth >= GRAMMAR_MAX_DEPTH) return REJECT;
+        if (b != '{' || f->depth + n->nest > GRAMMAR_MAX_DEPTH) return REJECT;
         f->depth++;
         f->phase = O_FIRST;
-        f->x = 0;
+        f->x = too_deep(fd, n, f->depth);
         f->y = GRAMMAR_NONE;
         return replace(fd, top, f);
     case O_FIRST:
@@ -246,7 +256,7 @@ static int step_array(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
     const gnode *n = node_of(fd, f);
     switch (f->phase) {
     case A_START:
-        if (b != '[' || f->depth >= GRAMMAR_MAX_DEPTH) return REJECT;
+        if (b != '[' || f->depth + n->nest > GRAMMAR_MAX_DEPTH) return REJECT;
         f->depth++;
         f->phase = A_FIRST;
         f->count = 0;
@@ -378,7 +388,7 @@ static int step_toolcall(const feeder *fd, uint32_t *top, frame *f, uint8_t b) {
         return step_toolcall(fd, top, f, b);
     case TC_LIT:
         if (f->phase == 0 && f->count == 0) {
-            if (f->depth >= GRAMMAR_MAX_DEPTH) return REJECT;
+            if (f->depth + n->nest > GRAMMAR_MAX_DEPTH) return REJECT;
             f->depth++;
         }
         if ((uint8_t)op->text[f->count] != b) return REJECT;

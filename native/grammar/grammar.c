@@ -23,8 +23,8 @@ static adil_status add_any(adil_grammar *g) {
     const gnode any = {.kind = NODE_ANY};
     adil_status st = grammar_add_node(g, &any, &g->any);
     uint32_t kids[5];
-    const gnode object = {.kind = NODE_OBJECT, .additional = true};
-    const gnode array = {.kind = NODE_ARRAY, .a = g->any, .max_len = UINT32_MAX};
+    const gnode object = {.kind = NODE_OBJECT, .additional = true, .nest = 1};
+    const gnode array = {.kind = NODE_ARRAY, .a = g->any, .max_len = UINT32_MAX, .nest = 1};
     const gnode string = {.kind = NODE_STRING, .max_len = UINT32_MAX};
     const gnode number = {.kind = NODE_NUMBER,
                           .min = -(double)GRAMMAR_MAX_EXACT,
@@ -68,6 +68,11 @@ static adil_status add_tool(compiler *c, const adil_json *tool, size_t i, tool_e
     if (st == ADIL_OK) {
         const size_t inner = ptr_push(c, "parameters", 10);
         st = compile_schema(c, params, false, &out->node);
+        if (st == ADIL_OK && c->g->nodes[out->node].nest >= GRAMMAR_MAX_DEPTH) /* inside the envelope */
+            st = fail_at(c, NULL, ADIL_STATUS_CAPABILITY,
+                         "its arguments nest at least %u containers inside the tool call; documents nest "
+                         "at most %d",
+                         c->g->nodes[out->node].nest, GRAMMAR_MAX_DEPTH);
         ptr_pop(c, inner);
     }
     if (st == ADIL_OK && !grammar_string_text(c->g, name->str, name->str_len, true, &out->name)) st = OOM();
@@ -99,7 +104,7 @@ static adil_status compile_tools(compiler *c, const adil_json *doc, const adil_j
         st = fail_at(c, NULL, ADIL_STATUS_INVALID_ARGUMENT, "two tools have the same name");
     ptr_pop(c, old);
     if (st != ADIL_OK) return st;
-    const gnode node = {.kind = NODE_TOOLCALL, .a = from, .b = (uint32_t)tools->n_items};
+    const gnode node = {.kind = NODE_TOOLCALL, .a = from, .b = (uint32_t)tools->n_items, .nest = 1};
     return grammar_add_node(c->g, &node, out);
 }
 
@@ -178,6 +183,10 @@ static adil_status compile_document(compiler *c, const adil_json *doc) {
     const adil_json *tools = adil_json_get(doc, "x-adil-tools");
     if (st == ADIL_OK)
         st = tools ? compile_tools(c, doc, tools, &c->g->root) : compile_schema(c, doc, true, &c->g->root);
+    if (st == ADIL_OK && c->g->nodes[c->g->root].nest > GRAMMAR_MAX_DEPTH)
+        st = fail_at(c, NULL, ADIL_STATUS_CAPABILITY,
+                     "every document of this schema nests at least %u containers; documents nest at most %d",
+                     c->g->nodes[c->g->root].nest, GRAMMAR_MAX_DEPTH);
     return st == ADIL_OK ? compile_lazy(c, doc) : st;
 }
 

@@ -25,7 +25,11 @@
  *     come in any order, each at most once; required keys must all come;
  *     an object whose additionalProperties is not false also takes other keys
  *     (written without backslash escapes, never a declared name, never twice)
- *     with any value.  A document nests at most GRAMMAR_MAX_DEPTH containers.
+ *     with any value.  A document nests at most GRAMMAR_MAX_DEPTH containers:
+ *     a schema each of whose documents nests deeper is refused
+ *     (ADIL_STATUS_CAPABILITY); elsewhere a container, or a declared key, is
+ *     offered only where the least its value must nest still fits, so no
+ *     accepted prefix is a dead end.
  *     Whitespace: one space (GRAMMAR_MAX_WS) wherever JSON allows whitespace
  *     (so the usual ", " and ": " spacing is valid), none before a document;
  *     in lazy mode up to GRAMMAR_MAX_LAZY_WS whitespace bytes after the
@@ -62,13 +66,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Containers a document may nest (the SDK's validators allow 64). */
-
 /* Spaces allowed between two lexemes of a document, and whitespace bytes
  * allowed after a lazy trigger and before the end string. */
 #define GRAMMAR_MAX_WS      1
 #define GRAMMAR_MAX_LAZY_WS 2
-#define GRAMMAR_MAX_DEPTH   64
+
+/* Containers a document may nest (the SDK's validators allow 64). */
+#define GRAMMAR_MAX_DEPTH 64
 
 typedef enum grammar_token_kind {
     GRAMMAR_TOKEN_TEXT = 0,

@@ -38,6 +38,13 @@ typedef struct gnode {
     uint64_t required;         /* OBJECT: bit i = props[a+i] is required */
     int64_t imin, imax;        /* INTEGER; NUMBER: the integer texts' range */
     double min, max;           /* NUMBER (clamped to ±(2^53-1)) */
+    /* The fewest containers a value of this node nests, its own included
+     * (an object: 1 + the deepest of its required values; an array: 1 + its
+     * items' when minItems > 0; a union: its shallowest kid).  A container
+     * opens only where that many fit under GRAMMAR_MAX_DEPTH, and a declared
+     * key is offered only where its value fits, so the depth limit never
+     * leaves a document without a way to finish. */
+    uint32_t nest;
 } gnode;
 
 /* A byte string in the grammar's pool. */

@@ -8,6 +8,11 @@
  *     cache, 771 tokens into {"on": boolean}): a string value ending in "\uE";
  *     every \u escape, and every \u after a high surrogate, exhaustively: a
  *     prefix is accepted exactly when some whole escape extends it;
+ *   - the depth limit (GRAMMAR_MAX_DEPTH): a schema every document of which
+ *     nests deeper is refused at compile time; where the limit cuts off only
+ *     a choice (an optional key, a kid of a type list, an item of an array
+ *     that may be empty, any value), that choice is refused and the rest of
+ *     the document stays open;
  *   - random walks (seeded) under schemas of every kind, biased toward
  *     escapes, numbers and brackets: at every step some token is allowed
  *     (or the output may end), and the token drawn is accepted.
@@ -154,6 +159,120 @@ static void test_every_escape(const grammar_vocab *v) {
     grammar_free(g);
 }
 
+/* ---- the depth limit ----------------------------------------------------------------- */
+
+/* `levels` arrays of at least one item, each the item of the one outside,
+ * around `inner`; or objects with one required key "a". */
+static char *nested(int levels, bool objects, const char *inner) {
+    static const char arr[] = "{\"type\": \"array\", \"minItems\": 1, \"items\": ";
+    static const char obj[] = "{\"type\": \"object\", \"properties\": {\"a\": ",
+                      obj_end[] = "}, \"required\": [\"a\"]}";
+    const char *open = objects ? obj : arr, *close = objects ? obj_end : "}";
+    char *out = malloc((size_t)levels * (strlen(open) + strlen(close)) + strlen(inner) + 1);
+    if (out == NULL) return NULL;
+    size_t n = 0;
+    for (int i = 0; i < levels; i++) n += (size_t)sprintf(out + n, "%s", open);
+    n += (size_t)sprintf(out + n, "%s", inner);
+    for (int i = 0; i < levels; i++) n += (size_t)sprintf(out + n, "%s", close);
+    return out;
+}
+
+static char *repeat(const char *piece, int times, const char *tail) {
+    char *out = malloc(strlen(piece) * (size_t)times + strlen(tail) + 1);
+    if (out == NULL) return NULL;
+    size_t n = 0;
+    for (int i = 0; i < times; i++) n += (size_t)sprintf(out + n, "%s", piece);
+    sprintf(out + n, "%s", tail);
+    return out;
+}
+
+/* A schema every document of which nests more than GRAMMAR_MAX_DEPTH
+ * containers: before, it compiled and its run stood with no allowed token
+ * after the 64th opening bracket. */
+static void test_too_deep_refused(const grammar_vocab *v) {
+    for (int objects = 0; objects <= 1; objects++) {
+        char *schema = nested(GRAMMAR_MAX_DEPTH + 1, objects, "{\"type\": \"integer\"}");
+        adil_grammar *g = NULL;
+        CHECK(schema && grammar_compile(v, schema, strlen(schema), &g) == ADIL_STATUS_CAPABILITY &&
+              g == NULL);
+        CHECK_HAS(adil_last_error(), "nests at least 65 containers");
+        free(schema);
+        /* 64 fit: the document completes */
+        schema = nested(GRAMMAR_MAX_DEPTH, objects, "{\"type\": \"integer\"}");
+        g = schema ? compile(v, schema) : NULL;
+        char *doc = repeat(objects ? "{\"a\":" : "[", GRAMMAR_MAX_DEPTH, "");
+        grammar_position pos = GRAMMAR_DONE;
+        CHECK(g && doc && continues(g, doc));
+        char *whole = doc ? repeat(objects ? "}" : "]", GRAMMAR_MAX_DEPTH, "") : NULL;
+        char *full = whole ? malloc(strlen(doc) + strlen(whole) + 2) : NULL;
+        if (full) sprintf(full, "%s7%s", doc, whole);
+        CHECK(g && full && takes(g, full, &pos) && pos == GRAMMAR_DONE);
+        free(full);
+        free(whole);
+        free(doc);
+        grammar_free(g);
+        free(schema);
+    }
+    /* a tool's arguments sit inside the envelope, one level down */
+    char *args = nested(GRAMMAR_MAX_DEPTH, false, "{}");
+    char *tools = args ? malloc(strlen(args) + 64) : NULL;
+    if (tools) sprintf(tools, "{\"x-adil-tools\": [{\"name\": \"t\", \"parameters\": %s}]}", args);
+    adil_grammar *g = NULL;
+    CHECK(tools && grammar_compile(v, tools, strlen(tools), &g) == ADIL_STATUS_CAPABILITY && g == NULL);
+    CHECK_HAS(adil_last_error(), "/x-adil-tools/0/parameters");
+    free(tools);
+    free(args);
+}
+
+/* Where the limit only cuts off a choice, the choice is refused and the
+ * rest stays open: a deep optional key, a deep kid of a type list, a deep
+ * item of an array that may be empty, any value at the limit. */
+static void test_depth_cuts_choices(const grammar_vocab *v) {
+    char *deep = nested(GRAMMAR_MAX_DEPTH, false, "{\"type\": \"integer\"}");
+    char schema[16384];
+    grammar_position pos = GRAMMAR_OPEN;
+    /* an optional key whose value needs 64 more levels: never offered */
+    snprintf(schema, sizeof schema,
+             "{\"type\": \"object\", \"properties\": {\"deep\": %s, \"x\": {\"type\": \"integer\"}}, "
+             "\"additionalProperties\": false}",
+             deep);
+    adil_grammar *g = compile(v, schema);
+    CHECK(g && continues(g, "{\"") && !takes(g, "{\"d", &pos) && takes(g, "{\"x\":1}", &pos));
+    CHECK(g && !takes(g, "{\"x\":1,", &pos) && takes(g, "{}", &pos) && pos == GRAMMAR_DONE);
+    grammar_free(g);
+    /* ... nor as an additional key of the same name */
+    snprintf(schema, sizeof schema, "{\"type\": \"object\", \"properties\": {\"deep\": %s}}", deep);
+    g = compile(v, schema);
+    CHECK(g && !takes(g, "{\"deep\"", &pos) && takes(g, "{\"deeper\":[[1]]}", &pos) && pos == GRAMMAR_DONE);
+    grammar_free(g);
+    /* a type list: the array kid cannot fit, the string kid can */
+    snprintf(schema, sizeof schema, "{\"type\": [\"array\", \"string\"], \"minItems\": 1, \"items\": %s}",
+             deep);
+    g = compile(v, schema);
+    CHECK(g && !takes(g, "[", &pos) && takes(g, "\"s\"", &pos) && pos == GRAMMAR_DONE);
+    grammar_free(g);
+    /* an array that may be empty, of items that cannot fit */
+    snprintf(schema, sizeof schema, "{\"type\": \"array\", \"items\": %s}", deep);
+    g = compile(v, schema);
+    CHECK(g && continues(g, "[") && !takes(g, "[[", &pos) && takes(g, "[]", &pos) && pos == GRAMMAR_DONE);
+    grammar_free(g);
+    free(deep);
+    /* any value: at the limit only opening is refused */
+    g = compile(v, "{}");
+    char *at_limit = repeat("[", GRAMMAR_MAX_DEPTH - 1, "{\"k\":");
+    CHECK(g && at_limit && continues(g, at_limit));
+    char *more = at_limit ? repeat(at_limit, 1, "[") : NULL,
+         *more2 = at_limit ? repeat(at_limit, 1, "{") : NULL;
+    CHECK(g && more && more2 && !takes(g, more, &pos) && !takes(g, more2, &pos));
+    char *scalar = at_limit ? repeat(at_limit, 1, "\"\\uE000\"}") : NULL;
+    CHECK(g && scalar && takes(g, scalar, &pos) && pos == GRAMMAR_OPEN && continues(g, scalar));
+    free(scalar);
+    free(more);
+    free(more2);
+    free(at_limit);
+    grammar_free(g);
+}
+
 /* ---- random walks -------------------------------------------------------------------- */
 
 static uint64_t next_random(uint64_t *s) {
@@ -245,6 +364,8 @@ int main(void) {
     if (v != NULL) {
         test_found_in_a_run(v);
         test_every_escape(v);
+        test_too_deep_refused(v);
+        test_depth_cuts_choices(v);
         test_walks(v);
     }
     grammar_vocab_free(v);
