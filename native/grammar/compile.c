@@ -9,6 +9,7 @@
  * the rest of the schema) is refused here, so a run never meets a dead end.
  */
 #include "compiler.h"
+#include "number.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -336,7 +337,8 @@ static adil_status compile_numeric(compiler *c, const adil_json *s, node_kind ki
     if (node.max > (double)GRAMMAR_MAX_EXACT) node.max = (double)GRAMMAR_MAX_EXACT;
     node.imin = clamp_int(ceil(node.min));
     node.imax = clamp_int(floor(node.max));
-    *ok = !beyond && (kind == NODE_NUMBER ? node.min <= node.max : node.imin <= node.imax);
+    *ok = !beyond && (kind == NODE_NUMBER ? node.min <= node.max : node.imin <= node.imax) &&
+          number_exists(&node);
     return *ok ? grammar_add_node(c->g, &node, out) : ADIL_OK;
 }
 
@@ -512,8 +514,9 @@ static adil_status compile_types(compiler *c, const adil_json *s, unsigned types
     if (st != ADIL_OK) return st;
     if (n == 0)
         return fail_at(c, adil_json_get(s, "maximum") ? "maximum" : "minimum", ADIL_STATUS_CAPABILITY,
-                       "no %s within ±(2^53-1) lies between minimum and maximum",
-                       types & T_NUMBER ? "number" : "integer");
+                       "no %s within ±(2^53-1) lies between minimum and maximum%s",
+                       types & T_NUMBER ? "number" : "integer",
+                       types & T_NUMBER ? " (a decimal has at most 15 significant digits)" : "");
     if (n == 1) {
         *out = kids[0];
         return ADIL_OK;

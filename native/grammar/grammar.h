@@ -39,7 +39,8 @@
  *     ±(2^53-1) (no "-0"); for "number" also decimals without exponent with at
  *     most 15 significant digits (from the first non-zero digit to the last
  *     digit written: 125000000000000.0 has 16); within minimum/maximum
- *     (inclusive).
+ *     (inclusive).  A prefix is taken only when such a text extends it, and
+ *     a range no such text reaches (1e-30 .. 2e-30) is refused.
  *   - Strings: UTF-8 checked byte by byte (no overlongs, no surrogates), JSON
  *     escapes, \u surrogate pairs (never a lone surrogate), lengths counted in
  *     code points as Python's len() does.

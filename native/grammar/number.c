@@ -3,17 +3,24 @@
  * spells; a decimal text with M as its digits and f fraction digits reads as
  * M / 10^f, and since M < 2^53 and 10^f (f <= 22) are exact doubles, one
  * IEEE division gives the correctly rounded value, as strtod and Python's
- * float() do.  The bound checks at the end are therefore exact; the checks
- * on a prefix (can any completion still fit?) look at the intervals of
- * completions, one per count of digits still to come.
+ * float() do.  The bound checks at the end are therefore exact, and so are
+ * the checks on a prefix (can any completion still fit?): the completions
+ * are grids of decimals (one per count of digits still to come), and a grid
+ * is searched for its first value at or above the lower bound, so a range
+ * narrower than the step of the grid (0.1999999999999999 .. 1 after "0.1",
+ * whose completions of at most 15 digits stop at 0.199999999999999) is not
+ * taken for one that holds a value.
  */
 #include "number.h"
 
+#include <math.h>
+
 enum { N_START, N_MINUS, N_ZERO, N_INT, N_DOT, N_FRAC };
 
-#define MAX_INT_DIGITS  16 /* 2^53 - 1 has 16 digits */
-#define MAX_SIG_DIGITS  15 /* of a decimal */
-#define MAX_FRAC_DIGITS 22 /* 10^22 is the last exact power of ten */
+#define MAX_INT_DIGITS  16                  /* 2^53 - 1 has 16 digits */
+#define MAX_SIG_DIGITS  15                  /* of a decimal */
+#define MAX_FRAC_DIGITS 22                  /* 10^22 is the last exact power of ten */
+#define SIG_LIMIT       1000000000000000ull /* 10^15: the digits of a decimal stay below */
 
 static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
@@ -22,6 +29,7 @@ static bool negative(const frame *f) { return f->flags & 1u; }
 
 /* Some integer text extending M (with `digits` digits) lies in [lo, hi]? */
 static bool ints_fit(uint64_t m, uint32_t digits, bool neg, int64_t lo, int64_t hi) {
+    if (lo > hi) return false; /* a "number" range without an integer */
     uint64_t scale = 1;
     for (uint32_t k = 0; digits + k <= MAX_INT_DIGITS; k++, scale *= 10) {
         if (m > (uint64_t)GRAMMAR_MAX_EXACT / scale) break;
@@ -35,45 +43,81 @@ static bool ints_fit(uint64_t m, uint32_t digits, bool neg, int64_t lo, int64_t 
     return false;
 }
 
-/* The reals [a, z) (mirrored when negative) meet [min, max]? */
-static bool span_fits(double a, double z, bool neg, double min, double max) {
-    if (neg) return -z < max && -a >= min;
-    return a <= max && z > min;
+/* Some N in [a, b) reads, as N / 10^p (negated when neg), within [min, max]?
+ * N < 10^15, so N / 10^p is one correctly rounded division, and the values
+ * rise with N: the first N at or above the lower bound decides.  The guess
+ * ceil(lo * 10^p) is off by a unit or two at most. */
+static bool grid_fits(uint64_t a, uint64_t b, uint32_t p, bool neg, double min, double max) {
+    if (b > SIG_LIMIT) b = SIG_LIMIT;
+    if (a >= b) return false;
+    const double lo = neg ? -max : min, hi = neg ? -min : max;
+    const double guess = ceil(lo * POW10[p]);
+    uint64_t n = guess <= (double)a ? a : guess >= (double)b ? b - 1 : (uint64_t)guess;
+    while (n > a && (double)(n - 1) / POW10[p] >= lo) n--;
+    while (n < b && (double)n / POW10[p] < lo) n++;
+    return n < b && (double)n / POW10[p] <= hi;
 }
 
-/* Some decimal extending integer part M (digits, sig) lies in [min, max]? */
-static bool decimals_fit(uint64_t m, uint32_t digits, uint32_t sig, bool neg, double min, double max) {
-    if (sig >= MAX_SIG_DIGITS) return false;
-    for (uint32_t k = 0; digits + k <= MAX_SIG_DIGITS; k++) {
-        if (span_fits((double)m * POW10[k], (double)(m + 1) * POW10[k], neg, min, max)) return true;
-        if (m == 0) break;
+/* Some decimal extending digits M (`digits` of them, fd after the point;
+ * then k more integer digits when fd = 0) with at least `first` fraction
+ * digits lies in [min, max]?  Its digits N extend M to F <= 22 fraction
+ * digits and stay below 10^15 (15 significant digits).  For M > 0 the
+ * finest such grid holds every coarser one; for M = 0 (only zeros so far)
+ * the grids finer than fd + 15 digits each add smaller values. */
+static bool grid_prefix(uint64_t m, uint32_t digits, uint32_t k, uint32_t fd, uint32_t first, bool neg,
+                        double min, double max) {
+    if (m > 0) {
+        if (digits + k > MAX_SIG_DIGITS) return false;
+        uint32_t F = fd + MAX_SIG_DIGITS - digits - k;
+        if (F > MAX_FRAC_DIGITS) F = MAX_FRAC_DIGITS;
+        if (F < first) return false;
+        uint64_t scale = 1;
+        for (uint32_t e = 0; e < k + F - fd; e++) scale *= 10;
+        return grid_fits(m * scale, (m + 1) * scale, F, neg, min, max);
+    }
+    const uint32_t from = fd + MAX_SIG_DIGITS < MAX_FRAC_DIGITS ? fd + MAX_SIG_DIGITS : MAX_FRAC_DIGITS;
+    for (uint32_t F = from < first ? first : from; F <= MAX_FRAC_DIGITS; F++) {
+        uint64_t b = 1;
+        for (uint32_t e = fd; e < F && b < SIG_LIMIT; e++) b *= 10;
+        if (grid_fits(0, b, F, neg, min, max)) return true;
     }
     return false;
 }
 
-/* Some completion of the fraction M / 10^f lies in [min, max]?  The
- * completions are the decimals of [M, M + 1) / 10^f; both ends are exact
- * decimals of at most 15 digits, each read as a double by one correctly
- * rounded division (as strtod would), and no other decimal of at most 15
- * digits reads as the same double as either, so the doubles the
- * completions read as are exactly [lo, hi) (v + 1/10^f, rounded twice, could
- * let an end in that is not). */
+/* Some decimal extending the integer part M (`digits` digits) lies in
+ * [min, max]?  More integer digits (none after a lone 0), then at least one
+ * fraction digit. */
+static bool decimals_fit(uint64_t m, uint32_t digits, bool neg, double min, double max) {
+    if (m == 0) return grid_prefix(0, 0, 0, 0, 1, neg, min, max);
+    for (uint32_t k = 0; digits + k < MAX_SIG_DIGITS; k++)
+        if (grid_prefix(m, digits, k, 0, 1, neg, min, max)) return true;
+    return false;
+}
+
+/* Some completion of the fraction so far lies in [min, max]? */
 static bool fraction_fits(const frame *f, double min, double max) {
-    const double lo = (double)f->x / POW10[f->lo];
-    const bool more = f->hi < MAX_SIG_DIGITS && f->lo < MAX_FRAC_DIGITS;
-    if (!more) return negative(f) ? (-lo >= min && -lo <= max) : (lo >= min && lo <= max);
-    return span_fits(lo, (double)(f->x + 1) / POW10[f->lo], negative(f), min, max);
+    return grid_prefix(f->x, f->hi, 0, f->lo, f->phase == N_DOT ? 1 : f->lo, negative(f), min, max);
+}
+
+/* After "-": some digit leads on ("-0" only to a decimal). */
+static bool minus_fits(const gnode *n) {
+    const bool number = n->kind == NODE_NUMBER;
+    if (number && decimals_fit(0, 1, true, n->min, n->max)) return true;
+    for (uint64_t d = 1; d <= 9; d++)
+        if (ints_fit(d, 1, true, n->imin, n->imax) || (number && decimals_fit(d, 1, true, n->min, n->max)))
+            return true;
+    return false;
 }
 
 static bool viable(const gnode *n, const frame *f) {
     const bool number = n->kind == NODE_NUMBER;
     switch (f->phase) {
     case N_MINUS:
-        return number ? n->min <= 0 : n->imin <= -1;
+        return minus_fits(n);
     case N_ZERO:
     case N_INT:
         if (ints_fit(f->x, f->count, negative(f), n->imin, n->imax)) return true;
-        return number && decimals_fit(f->x, f->count, f->hi, negative(f), n->min, n->max);
+        return number && f->hi < MAX_SIG_DIGITS && decimals_fit(f->x, f->count, negative(f), n->min, n->max);
     case N_DOT:
     case N_FRAC:
         return fraction_fits(f, n->min, n->max);
@@ -149,4 +193,13 @@ number_result number_step(const gnode *n, frame *f, uint8_t b) {
     default:
         return NUM_REJECT;
     }
+}
+
+bool number_exists(const gnode *n) {
+    static const char starts[] = "-0123456789";
+    for (const char *b = starts; *b; b++) {
+        frame f = {.node = 0};
+        if (number_step(n, &f, (uint8_t)*b) == NUM_TAKEN) return true;
+    }
+    return false;
 }

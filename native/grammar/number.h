@@ -26,4 +26,8 @@ number_result number_step(const gnode *n, frame *f, uint8_t b);
 /* True when the number so far is a complete, valid value of `n`. */
 bool number_can_end(const gnode *n, const frame *f);
 
+/* True when some text is a valid value of `n` (a range may hold reals but
+ * no integer and no decimal of at most 15 significant digits). */
+bool number_exists(const gnode *n);
+
 #endif /* ADIL_GRAMMAR_NUMBER_H */

@@ -13,6 +13,9 @@
  *     a choice (an optional key, a kid of a type list, an item of an array
  *     that may be empty, any value), that choice is refused and the rest of
  *     the document stays open;
+ *   - number ranges narrower than the grid of decimals a prefix can still
+ *     reach (at most 15 significant digits): the prefix is refused, and a
+ *     range no text reaches is refused at compile time;
  *   - random walks (seeded) under schemas of every kind, biased toward
  *     escapes, numbers and brackets: at every step some token is allowed
  *     (or the output may end), and the token drawn is accepted.
@@ -20,6 +23,7 @@
 #include "grammar.h"
 #include "test_util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +277,44 @@ static void test_depth_cuts_choices(const grammar_vocab *v) {
     grammar_free(g);
 }
 
+/* ---- number ranges -------------------------------------------------------------------- */
+
+/* A range the prefix's interval of reals meets but its grid of decimals (at
+ * most 15 significant digits, 22 after the point) misses: before, "0.1"
+ * under minimum 0.1999999999999999 was taken (0.1 .. 0.2 meets the range)
+ * and every completion of it, up to 0.199999999999999, fell short. */
+static void test_number_grids(const grammar_vocab *v) {
+    grammar_position pos = GRAMMAR_OPEN;
+    adil_grammar *g = compile(v, "{\"type\": \"number\", \"minimum\": 0.1999999999999999, \"maximum\": 1}");
+    CHECK(g && !takes(g, "0.1", &pos) && !takes(g, "0.199999999999999", &pos) && continues(g, "0."));
+    CHECK(g && takes(g, "0.2", &pos) && pos == GRAMMAR_CAN_END && takes(g, "1", &pos) &&
+          pos == GRAMMAR_CAN_END);
+    grammar_free(g);
+    g = compile(v, "{\"type\": \"number\", \"minimum\": -1, \"maximum\": -0.1999999999999999}");
+    CHECK(g && !takes(g, "-0.1", &pos) && takes(g, "-0.2", &pos) && pos == GRAMMAR_CAN_END);
+    grammar_free(g);
+    g = compile(v, "{\"type\": \"number\", \"minimum\": 1e-20, \"maximum\": 1.5e-20}");
+    CHECK(g && takes(g, "0.00000000000000000001", &pos) && pos == GRAMMAR_CAN_END && !takes(g, "0.1", &pos));
+    grammar_free(g);
+    /* no text at all: refused at compile time (reals, but no integer and no
+     * decimal of at most 15 significant digits) */
+    static const char *const empty[] = {
+        "{\"type\": \"number\", \"minimum\": 1000000000000000.5, \"maximum\": 1000000000000000.7}",
+        "{\"type\": \"number\", \"minimum\": 1e-30, \"maximum\": 2e-30}",
+        "{\"type\": \"number\", \"minimum\": 123456789.12345678, \"maximum\": 123456789.1234568}"};
+    for (size_t i = 0; i < sizeof empty / sizeof *empty; i++) {
+        adil_grammar *none = NULL;
+        CHECK(grammar_compile(v, empty[i], strlen(empty[i]), &none) == ADIL_STATUS_CAPABILITY &&
+              none == NULL);
+        CHECK_HAS(adil_last_error(), "lies between minimum and maximum");
+    }
+    /* ... and in a type list, only that kid goes */
+    g = compile(v, "{\"type\": [\"number\", \"string\"], \"minimum\": 1e-30, \"maximum\": 2e-30}");
+    CHECK(g && !takes(g, "0", &pos) && !takes(g, "-", &pos) && takes(g, "\"a\"", &pos) &&
+          pos == GRAMMAR_DONE);
+    grammar_free(g);
+}
+
 /* ---- random walks -------------------------------------------------------------------- */
 
 static uint64_t next_random(uint64_t *s) {
@@ -331,14 +373,18 @@ static const char *const WALK_SCHEMAS[] = {
     "{}",
     "{\"type\": \"string\"}",
     "{\"type\": \"string\", \"minLength\": 2, \"maxLength\": 5}",
-    "{\"type\": \"array\", \"items\": {\"type\": \"array\", \"items\": {\"type\": \"string\", \"maxLength\": "
-    "3}}}",
+    "{\"type\": \"array\", \"items\": {\"type\": \"array\", \"items\": "
+    "{\"type\": \"string\", \"maxLength\": 3}}}",
     "{\"type\": \"array\", \"items\": {\"type\": \"array\", \"items\": {\"type\": \"integer\"}, "
-    "\"minItems\": 1, "
-    "\"maxItems\": 2}, \"minItems\": 2}",
+    "\"minItems\": 1, \"maxItems\": 2}, \"minItems\": 2}",
     "{\"type\": \"integer\", \"minimum\": -5, \"maximum\": 120}",
     "{\"type\": \"number\", \"minimum\": -10.5, \"maximum\": 1000.25}",
     "{\"type\": \"number\", \"minimum\": 0.001, \"maximum\": 0.002}",
+    "{\"type\": \"number\", \"minimum\": 0.1999999999999999, \"maximum\": 1}",
+    "{\"type\": \"number\", \"minimum\": -1, \"maximum\": -0.1999999999999999}",
+    "{\"type\": \"number\", \"minimum\": 1.0000000000000002, \"maximum\": 1.5}",
+    "{\"type\": \"number\", \"minimum\": 1e-20, \"maximum\": 1.5e-20}",
+    "{\"type\": \"number\", \"minimum\": 0.5, \"maximum\": 0.7}",
     "{\"type\": [\"number\", \"string\", \"null\"], \"maximum\": 3}",
     "{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"array\", \"items\": {\"type\": \"number\"}, "
     "\"minItems\": 1, \"maxItems\": 3}, \"b\": {\"enum\": [\"x\", \"xy\", 1, null]}, \"ab\": {\"type\": "
@@ -359,6 +405,31 @@ static void test_walks(const grammar_vocab *v) {
     }
 }
 
+/* Number ranges at random magnitudes and widths (down to a few units of the
+ * last place, below and above the grid of 15 digits): every range either is
+ * refused at compile time or has no dead end on a walk. */
+static void test_random_ranges(const grammar_vocab *v) {
+    uint64_t rng = 0xD1B54A32D192ED03ull;
+    size_t compiled = 0, failed = 0;
+    for (int r = 0; r < 300 && failed < 3; r++) {
+        const int e = (int)(next_random(&rng) % 40) - 24;
+        double min = (double)(next_random(&rng) % 1000000007ull) / 1000000007.0 * pow(10.0, e);
+        if (next_random(&rng) % 3 == 0) min = -min;
+        const int w = (int)(next_random(&rng) % 20);
+        double max = w < 4 ? min : min + fabs(min) * pow(10.0, -(double)w);
+        for (int u = 0; w < 4 && u < w * 3; u++) max = nextafter(max, INFINITY);
+        char schema[160];
+        snprintf(schema, sizeof schema, "{\"type\": \"number\", \"minimum\": %.17g, \"maximum\": %.17g}", min,
+                 max);
+        adil_grammar *g = NULL;
+        if (grammar_compile(v, schema, strlen(schema), &g) != ADIL_OK) continue;
+        compiled++;
+        for (int k = 0; k < 40; k++) failed += !walk(g, schema, &rng, 64);
+        grammar_free(g);
+    }
+    CHECK(failed == 0 && compiled > 100);
+}
+
 int main(void) {
     grammar_vocab *v = byte_vocab();
     if (v != NULL) {
@@ -366,7 +437,9 @@ int main(void) {
         test_every_escape(v);
         test_too_deep_refused(v);
         test_depth_cuts_choices(v);
+        test_number_grids(v);
         test_walks(v);
+        test_random_ranges(v);
     }
     grammar_vocab_free(v);
     return test_report("test_grammar_dead_ends");
