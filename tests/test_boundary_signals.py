@@ -198,6 +198,45 @@ def test_each_sigint_of_a_step_reaches_the_handler() -> None:
     assert out.strip() == "ok"
 
 
+def test_a_sigint_just_before_the_wait_still_cancels_the_step() -> None:
+    """A SIGINT that lands after the main thread ran the handler of the one
+    before but before it sleeps again in the wait for the step did not wake
+    that sleep: the run went on uncancelled until the step ended (the test
+    above then failed after 30 s, about 1 run in 10 on a loaded machine).
+    Steps that send a second SIGINT as soon as the first cancelled them, 300
+    times: each second cancel comes within a second."""
+    out = run_child("""
+        import os, signal, threading
+        from adil.generation import _step_interruptibly
+
+        class Lib:
+            def __init__(self):
+                self.cancels = 0
+                self.seen = threading.Condition()
+            def adil_run_cancel(self, run):
+                with self.seen:
+                    self.cancels += 1
+                    self.seen.notify_all()
+            def adil_run_step(self, run, buffer, capacity, n_out):
+                for n in (1, 2):
+                    os.kill(os.getpid(), signal.SIGINT)
+                    with self.seen:
+                        if not self.seen.wait_for(lambda: self.cancels >= n, timeout=1):
+                            return 1
+                return 0
+
+        signal.signal(signal.SIGINT, lambda signum, frame: None)
+        late = 0
+        for _ in range(300):
+            status, deliver = _step_interruptibly(Lib(), None, None, 1, None)
+            late += status
+            if deliver is not None:
+                deliver()
+        print(late)
+    """, timeout=120)
+    assert out.strip() == "0", f"{out.strip()} of 300 steps saw a cancel only after they ended"
+
+
 def test_a_later_step_is_interruptible_under_a_custom_handler(tmp_path: Path) -> None:
     """With a SIGINT handler of its own (one that may count presses) every
     step runs on the helper thread, not only the first: SIGINT during the

@@ -34,6 +34,10 @@ StopReason = Literal["running", "end_of_text", "max_tokens", "stop_sequence", "c
 """Why a generation ended (``running`` while it goes on)."""
 
 STEP_CAPACITY = 64
+# How long the main thread sleeps at most while a step runs on the helper
+# thread before it looks for a SIGINT whose wake-up it missed (see
+# _step_interruptibly): the bound on how late such a signal cancels the run.
+_SIGNAL_POLL_S = 0.02
 # adil_stop_reason value -> Generation.stop_reason.
 _NAMES: dict[str, StopReason] = {
     "ADIL_STOP_NONE": "running",
@@ -476,7 +480,11 @@ def _step_interruptibly(lib: Any, run: Any, buffer: Any, capacity: int,
         worker.start()
         while worker.is_alive():  # the run must not be freed while the step runs
             try:
-                worker.join()
+                # Not join() without a timeout: a SIGINT that lands after
+                # Python last ran its handlers but before the thread sleeps
+                # in the lock's wait does not interrupt that wait, and would
+                # wait with the step (the run not cancelled) until it ends.
+                worker.join(_SIGNAL_POLL_S)
             except BaseException as exc:  # noqa: BLE001 - another signal's handler raised
                 errors.append(exc)
                 lib.adil_run_cancel(run)
