@@ -7,6 +7,10 @@
  *     must be followed by a token;
  *   - run_lookup_adapt: doubles on a full draft (up to RUN_LOOKUP_MAX_DRAFT),
  *     halves on a refused one (down to 1), keeps it otherwise;
+ *   - the match length run_lookup_draft reports (the n-gram and the tokens
+ *     before it that agree, up to its limit), and run_lookup_next: a draft at
+ *     most RUN_LOOKUP_MATCH_SLACK shorter than its match, within the budget
+ *     and the room;
  *   - through the ABI on a tiny llama model (tiny_model.h): a run with lookup
  *     gives the plain run's tokens (greedy, and sampled with the same seed)
  *     with one token per step and many, at every max_tokens, counts what it
@@ -29,7 +33,7 @@
 /* ---- drafting ------------------------------------------------------------------ */
 
 static size_t draft_of(const int32_t *hist, size_t n, size_t max, int32_t *out) {
-    return run_lookup_draft(hist, n, max, out);
+    return run_lookup_draft(hist, n, max, out, NULL);
 }
 
 static void test_draft(void) {
@@ -75,6 +79,60 @@ static void test_adapt(void) {
     CHECK(lk.budget == 1);
     run_lookup_adapt(&lk, 0, 0);
     CHECK(lk.budget == 1);
+}
+
+static void test_match_length(void) {
+    int32_t d[RUN_LOOKUP_MAX_DRAFT];
+    size_t matched = 99;
+    /* the 3-gram 1 2 3 at the very start: nothing before it to agree */
+    const int32_t h1[] = {1, 2, 3, 4, 5, 9, 2, 3, 7, 1, 2, 3};
+    CHECK(run_lookup_draft(h1, 12, 8, d, &matched) == 8 && matched == 3);
+    /* the 4-gram 8 1 2 3, and the 7 before both */
+    const int32_t h2[] = {7, 8, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3};
+    CHECK(run_lookup_draft(h2, 13, 8, d, &matched) == 8 && matched == 5);
+    /* 0 where nothing occurs, and where nothing may be drafted */
+    const int32_t h3[] = {5, 6, 7, 8, 5, 6};
+    CHECK(run_lookup_draft(h3, 6, 8, d, &matched) == 0 && matched == 0);
+    matched = 99;
+    CHECK(run_lookup_draft(h2, 13, 0, d, &matched) == 0 && matched == 0);
+    /* a long repeat: counted up to the longest match a draft can use */
+    int32_t h4[60];
+    for (int i = 0; i < 60; i++) h4[i] = i % 25;
+    CHECK(run_lookup_draft(h4, 60, 8, d, &matched) == 8 && matched == RUN_LOOKUP_MATCH_MAX);
+}
+
+/* run_lookup_next on a history `hist` with the budget `budget`, room `room`. */
+static size_t next_of(const int32_t *hist, size_t n, uint32_t budget, size_t room, int32_t *first) {
+    run_lookup lk;
+    if (run_lookup_init(&lk, true, hist, n, n + 4, 32) != ADIL_OK) {
+        test_failures++;
+        return 0;
+    }
+    lk.budget = budget;
+    const size_t got = run_lookup_next(&lk, room);
+    *first = got ? lk.batch[1] : -1;
+    run_lookup_free(&lk);
+    return got;
+}
+
+static void test_next(void) {
+    int32_t first;
+    /* a match of 3 drafts one token, of 5 three, whatever the budget */
+    const int32_t h1[] = {1, 2, 3, 4, 5, 9, 2, 3, 7, 1, 2, 3};
+    CHECK(next_of(h1, 12, 8, 16, &first) == 3 - RUN_LOOKUP_MATCH_SLACK && first == 4);
+    const int32_t h2[] = {7, 8, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3};
+    CHECK(next_of(h2, 13, 16, 16, &first) == 5 - RUN_LOOKUP_MATCH_SLACK && first == 4);
+    /* the budget and the room cut it further */
+    CHECK(next_of(h2, 13, 2, 16, &first) == 2 && first == 4);
+    CHECK(next_of(h2, 13, 16, 1, &first) == 1 && first == 4);
+    CHECK(next_of(h2, 13, 16, 0, &first) == 0);
+    /* a long copy drafts the whole budget */
+    int32_t h4[60];
+    for (int i = 0; i < 60; i++) h4[i] = i % 25;
+    CHECK(next_of(h4, 60, RUN_LOOKUP_MAX_DRAFT, 64, &first) == RUN_LOOKUP_MAX_DRAFT && first == 10);
+    /* no occurrence: no draft */
+    const int32_t h3[] = {5, 6, 7, 8, 5, 6};
+    CHECK(next_of(h3, 6, 8, 16, &first) == 0);
 }
 
 /* ---- runs through the ABI ---------------------------------------------------------- */
@@ -174,6 +232,8 @@ static adil_model *load(adil_engine *engine) {
 int main(void) {
     test_draft();
     test_adapt();
+    test_match_length();
+    test_next();
     adil_host_info host = {sizeof host, ADIL_HOST_MAJOR, 3, "adil-test", "0.0.0"};
     adil_engine *engine = NULL;
     CHECK(adil_engine_open(&host, NULL, &engine) == ADIL_OK);

@@ -428,14 +428,12 @@ static adil_status advance_lookup(adil_run *run, float **row) {
     run_lookup *lk = &run->lk;
     adil_context *ctx = run->ctx;
     lk->n_batch = lk->at = 0;
-    size_t max = lk->budget;
     /* The pending token goes first; check_start keeps it inside the window. */
-    const size_t room = ctx->n_ctx > ctx->n_past ? ctx->n_ctx - ctx->n_past - 1 : 0;
+    size_t max = ctx->n_ctx > ctx->n_past ? ctx->n_ctx - ctx->n_past - 1 : 0;
     const size_t left = run->max_tokens - run->stats.n_generated - 1; /* the last row's token is free */
-    if (max > room) max = room;
     if (max > left) max = left;
     if (max > ctx->n_batch - 1) max = ctx->n_batch - 1;
-    const size_t n_draft = run_lookup_draft(lk->hist, lk->n_hist, max, lk->batch + 1);
+    const size_t n_draft = run_lookup_next(lk, max);
     *row = ctx->logits;
     if (n_draft == 0) return advance(run);
     lk->batch[0] = run->pending;

@@ -43,7 +43,16 @@ void run_lookup_push(run_lookup *lk, int32_t token) {
     if (lk->n_hist < lk->cap_hist) lk->hist[lk->n_hist++] = token;
 }
 
-size_t run_lookup_draft(const int32_t *hist, size_t n_hist, size_t max, int32_t *draft) {
+/* The length of a match whose n-gram (g tokens) starts at hist[a] and at
+ * hist[b], a < b: g and the tokens before both that agree, at most `most`. */
+static size_t match_length(const int32_t *hist, size_t a, size_t b, size_t g, size_t most) {
+    size_t n = g;
+    while (n < most && n < a + g && hist[a + g - n - 1] == hist[b + g - n - 1]) n++;
+    return n;
+}
+
+size_t run_lookup_draft(const int32_t *hist, size_t n_hist, size_t max, int32_t *draft, size_t *matched) {
+    if (matched) *matched = 0;
     if (max == 0) return 0;
     for (size_t g = RUN_LOOKUP_NGRAM_MAX; g >= RUN_LOOKUP_NGRAM_MIN; g--) {
         if (n_hist < g + 1) continue;
@@ -54,10 +63,20 @@ size_t run_lookup_draft(const int32_t *hist, size_t n_hist, size_t max, int32_t 
             const size_t have = n_hist - (j + g);
             const size_t n = have < max ? have : max;
             memcpy(draft, hist + j + g, n * sizeof *draft);
+            if (matched) *matched = match_length(hist, j, n_hist - g, g, RUN_LOOKUP_MATCH_MAX);
             return n;
         }
     }
     return 0;
+}
+
+size_t run_lookup_next(run_lookup *lk, size_t room) {
+    const size_t max = lk->budget < room ? lk->budget : room;
+    size_t matched = 0;
+    const size_t n = run_lookup_draft(lk->hist, lk->n_hist, max, lk->batch + 1, &matched);
+    /* matched >= RUN_LOOKUP_NGRAM_MIN > RUN_LOOKUP_MATCH_SLACK whenever n > 0 */
+    const size_t cap = matched > RUN_LOOKUP_MATCH_SLACK ? matched - RUN_LOOKUP_MATCH_SLACK : 0;
+    return n < cap ? n : cap;
 }
 
 void run_lookup_adapt(run_lookup *lk, size_t drafted, size_t accepted) {

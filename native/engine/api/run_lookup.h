@@ -27,6 +27,17 @@
  * 84; extraction kept the same either way (345 of 432). */
 #define RUN_LOOKUP_NGRAM_MAX 4
 #define RUN_LOOKUP_NGRAM_MIN 3
+/* A draft is at most this many tokens shorter than the match before it (the
+ * n-gram and the tokens before it that agree too): a copy matches far back,
+ * while the 3- and 4-grams that free text repeats by chance part from their
+ * earlier continuation after a token or two, and every drafted token that is
+ * refused costs one more row of the pass (the 262k-token output head on
+ * gemma3).  On gemma3-270m, offline over the bench's rounds (bench/lookup),
+ * free text at seeds 1003 and 1006 drafted 90 and 60 tokens and kept 36 and
+ * 23; with this cap 50 and 39, kept 24 and 17 (see bench/lookup/README.md). */
+#define RUN_LOOKUP_MATCH_SLACK 2
+/* Matches are counted up to this length: a longer one would draft no more. */
+#define RUN_LOOKUP_MATCH_MAX (RUN_LOOKUP_MAX_DRAFT + RUN_LOOKUP_MATCH_SLACK)
 
 typedef struct run_lookup {
     bool on;
@@ -53,8 +64,15 @@ void run_lookup_push(run_lookup *lk, int32_t token);
 /* The continuation of the latest earlier occurrence of the last n tokens of
  * hist[0..n_hist) (n from RUN_LOOKUP_NGRAM_MAX down to RUN_LOOKUP_NGRAM_MIN,
  * the longest that occurs wins), at most `max` tokens, into draft; returns
- * how many (0: no occurrence). */
-size_t run_lookup_draft(const int32_t *hist, size_t n_hist, size_t max, int32_t *draft);
+ * how many (0: no occurrence).  *matched (may be NULL): how many tokens end
+ * both the occurrence and the history, the n-gram and as many before it as
+ * agree, counted up to RUN_LOOKUP_MATCH_MAX (0: no occurrence). */
+size_t run_lookup_draft(const int32_t *hist, size_t n_hist, size_t max, int32_t *draft, size_t *matched);
+
+/* The next pass's draft into lk->batch + 1: the continuation of the history,
+ * at most `room` tokens, the budget and the match less RUN_LOOKUP_MATCH_SLACK;
+ * returns how many (0: evaluate the pending token alone). */
+size_t run_lookup_next(run_lookup *lk, size_t room);
 
 /* Adapts the draft budget to how a pass went: all drafted tokens accepted
  * doubles it, none halves it (a failed draft costs a wider pass for one
