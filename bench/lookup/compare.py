@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"meta": meta, "tasks": report}, indent=2))
         return 0
     print(f"{meta['model']}, {args.threads} thread(s), {len(seeds)} seeds x {args.repeat} "
-          f"rounds of {args.max_tokens} tokens, load average {meta['loadavg'][0]:.1f}")
+          f"pair(s) of runs of {args.max_tokens} tokens, load average {meta['loadavg'][0]:.1f}")
     print("| task | plain tok/s | lookup tok/s | lookup / plain (median, min-max) "
           "| drafted | kept | same tokens |")
     print("|---|---|---|---|---|---|---|")
