@@ -227,6 +227,10 @@ class Request:
             gone.cancel()
 
 
+class _Idle:
+    """The marker :meth:`RunPump.next` answers when nothing came in time."""
+
+
 class RunPump(Generic[R]):
     """An engine run started and stepped in one worker thread, ahead of the
     event loop: ``start()`` there (e.g. ``model.generate``), then ``next()``
@@ -249,7 +253,7 @@ class RunPump(Generic[R]):
     method there too."""
 
     AHEAD = 4
-    IDLE: Any = object()  # next(idle=...): nothing came for that long
+    IDLE: Any = _Idle()  # next(idle=...): nothing came for that long
 
     def __init__(self, request: Request, start: Callable[[], R], *,
                  cancel: Callable[[], None], close: Callable[[R], None]) -> None:
