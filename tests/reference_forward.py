@@ -17,10 +17,15 @@ experts by comparing scores, so the exact-input reference and the engine
 can choose differently where two scores are within the rounding error (a
 gap of 1e-3 in the tiny qwen3moe files): the comparison is then only fair
 with the engine's rounding.
+
+Keys and values (after their norm and RoPE) are rounded to float16, as the
+engine's KV cache (and llama.cpp's) stores them; ``kv_f16=False`` keeps them
+exact, for an engine context with ``ADIL_KV_TYPE=f32``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +59,7 @@ class Config:
     rope_scale: float = 1.0  # linear scaling: positions times 1 / rope.scaling.factor
     yarn_factor: float = 0.0  # > 0: YaRN (rope.scaling.type yarn) with this factor
     yarn_orig_ctx: int = 0  # rope.scaling.original_context_length
+    kv_f16: bool = True  # keys and values rounded to float16, as the engine's KV cache stores them
 
 
 # NeoX-style RoPE (llama.cpp's LLAMA_ROPE_TYPE_NEOX for these archs)
@@ -317,6 +323,8 @@ def _self_attention(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray
     scale = 1.0 if local and cfg.arch == "gemma3" else cfg.rope_scale
     q = rope(q, pos, cfg.n_rot, base, cfg.neox, factors, mscale, scale, yarn)
     k = rope(k, pos, cfg.n_rot, base, cfg.neox, factors, mscale, scale, yarn)
+    if cfg.kv_f16:  # what the KV cache keeps
+        k, v = k.astype(np.float16).astype(F64), v.astype(np.float16).astype(F64)
     # gpt-oss: per-head sinks in the softmax, a bias on the output
     att = attention(q, k, v, 1.0 / np.sqrt(cfg.head_dim), cfg.sliding_window if local else 0,
                     w.get(f"blk.{i}.attn_sinks.weight"))
@@ -406,9 +414,9 @@ def forward(cfg: Config, w: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarra
 
 
 def reference_logits(path: str | Path, ids: np.ndarray | list[int],
-                     engine_activations: bool = False) -> np.ndarray:
+                     engine_activations: bool = False, kv_f16: bool = True) -> np.ndarray:
     reader = GGUFReader(str(path))
-    cfg = read_config(reader)
+    cfg = dataclasses.replace(read_config(reader), kv_f16=kv_f16)
     w: dict[str, Any] = read_tensors(reader)
     if engine_activations:
         w = engine_weights(reader, w)

@@ -28,7 +28,7 @@ from make_tiny_models import (
     write_weights,
 )
 from reference_forward import forward, read_config, read_tensors
-from test_model_logits import TOL_FLOAT, assert_close, prompt_ids
+from test_model_logits import TOL_FLOAT, assert_close, exact_kv_cache, prompt_ids
 
 import adil
 
@@ -87,17 +87,19 @@ def test_the_tiny_model_exercises_sinks_yarn_window_and_clamps(
                                rtol=0, atol=1e-9 * scale)
 
 
-def test_engine_matches_without_yarn(engine: adil.Engine, tmp_path: Path) -> None:
+def test_engine_matches_without_yarn(engine: adil.Engine, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The same file with rope.scaling.type none: plain RoPE, as the
-    reference computes it."""
+    reference computes it (an f32 KV cache on both sides, for TOL_FLOAT)."""
+    exact_kv_cache(monkeypatch)
     spec = dataclasses.replace(SPEC, yarn_factor=0.0)
     path = write_gpt_oss(tmp_path / "no_yarn.gguf", lambda w: None, spec)
     with engine.load_model(path, threads=2, context_length=128) as model:
         ids = prompt_ids(model.n_vocab)
         got = model.logits(ids)
     reader = GGUFReader(str(path))
-    assert_close(got, forward(read_config(reader), read_tensors(reader), ids.astype(np.int64)),
-                 TOL_FLOAT)
+    cfg = dataclasses.replace(read_config(reader), kv_f16=False)
+    assert_close(got, forward(cfg, read_tensors(reader), ids.astype(np.int64)), TOL_FLOAT)
 
 
 def test_rope_scaling_longrope_is_a_capability_error(engine: adil.Engine, tmp_path: Path) -> None:

@@ -4,13 +4,20 @@ each weight type (tests/make_tiny_models.py).
 
 Tolerances: at every position p of a 64-token prompt,
     max_v |engine[p, v] - reference[p, v]| <= TOL * max_v |reference[p, v]|
-with
+with, for an engine context with an f32 KV cache (ADIL_KV_TYPE=f32) and the
+reference keeping keys and values exact,
   * TOL_FLOAT = 1e-5 for F32/F16/BF16 weights: the same maths in float32
     against float64 (observed: below 1e-6);
   * TOL_QUANT = 5e-2 for the quantized types: the engine, like llama.cpp,
     quantizes the activations of each matrix product to 8 bits (Q8_0 or
     Q8_K) while the reference multiplies by the exact dequantized weights
-    (observed: 1e-3 .. 2e-2).
+    (observed: 1e-3 .. 2e-2);
+and for the default f16 KV cache, the reference rounding keys and values to
+float16 too, F32 weights:
+  * TOL_KV_F16 = 1e-3: the engine rounds its float32 keys and the reference
+    its float64 ones, and the few that lie near a half's rounding boundary
+    go different ways, one half's ulp (5e-4 of the key) each (observed:
+    1.6e-5 .. 1.2e-4).
 The 64-token prompt is longer than the sliding window (12) of the gemma3 and
 llama-swa files, so local and global layers both matter.  (The qwen3 files'
 q/k norm weights are halved to keep their quantized logits within TOL_QUANT;
@@ -38,6 +45,7 @@ import adil
 from adil._binding import check, ffi
 
 TOL_FLOAT = 1e-5
+TOL_KV_F16 = 1e-3
 TOL_QUANT = 5e-2
 FLOAT_TYPES = (T.F32, T.F16, T.BF16)
 PROMPT_LEN = 64
@@ -61,6 +69,12 @@ def prompt_ids(n_vocab: int, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n_vocab, PROMPT_LEN).astype(np.int32)
 
 
+def exact_kv_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contexts made from here on in this test keep an f32 KV cache (the
+    engine reads ADIL_KV_TYPE when it makes a context)."""
+    monkeypatch.setenv("ADIL_KV_TYPE", "f32")
+
+
 def tolerance(qtype: T) -> float:
     return TOL_FLOAT if qtype in FLOAT_TYPES else TOL_QUANT
 
@@ -77,7 +91,8 @@ def assert_close(got: np.ndarray, want: np.ndarray, tol: float) -> None:
 @pytest.mark.parametrize("qtype", WEIGHT_TYPES, ids=lambda t: t.name)
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_logits_match_reference(engine: adil.Engine, tiny_dir: Path, arch: str, qtype: T,
-                                request: pytest.FixtureRequest) -> None:
+                                request: pytest.FixtureRequest,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
     # A router compares scores: the exact-input reference can pick another expert than the
     # engine where two are within the rounding of the 8-bit activations (reference_forward.py)
     moe_quant = arch in MOE_ARCHITECTURES and qtype not in FLOAT_TYPES
@@ -90,13 +105,32 @@ def test_logits_match_reference(engine: adil.Engine, tiny_dir: Path, arch: str, 
             strict=False, reason="one router near-tie of the tiny gpt-oss file flips an expert "
             "(Q5_1 at position 42: the reference does not round Q8_1's sums, 3e-2 before it; "
             "Q3_K at position 18, 1e-7 before it); every other position within TOL_QUANT"))
+    exact_kv_cache(monkeypatch)
     path = model_path(tiny_dir, arch, qtype)
     with engine.load_model(path, threads=2, context_length=128) as model:
         assert model.info.architecture == spec_for(arch).arch
         ids = prompt_ids(model.n_vocab)
         got = model.logits(ids)
     assert got.dtype == np.float32
-    assert_close(got, reference_logits(path, ids, engine_activations=moe_quant), tolerance(qtype))
+    want = reference_logits(path, ids, engine_activations=moe_quant, kv_f16=False)
+    assert_close(got, want, tolerance(qtype))
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_f16_kv_cache_matches_reference(engine: adil.Engine, tiny_dir: Path, arch: str,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default f16 KV cache against the reference that rounds keys and
+    values to float16 too, within TOL_KV_F16; and it is what the default
+    context uses (its logits differ from an f32 cache's)."""
+    path = model_path(tiny_dir, arch, T.F32)
+    with engine.load_model(path, threads=2, context_length=128) as model:
+        ids = prompt_ids(model.n_vocab)
+        got = model.logits(ids)
+    assert_close(got, reference_logits(path, ids), TOL_KV_F16)
+    exact_kv_cache(monkeypatch)
+    with engine.load_model(path, threads=2, context_length=128) as model:
+        exact = model.logits(ids)
+    assert not np.array_equal(got, exact)
 
 
 def test_mistral_window_covers_every_layer(engine: adil.Engine, tiny_dir: Path) -> None:

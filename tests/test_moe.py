@@ -14,7 +14,7 @@ import pytest
 from gguf import GGMLQuantizationType as T
 from make_tiny_models import _write_hparams, _write_tokenizer, spec_for, write_weights
 from reference_forward import reference_logits
-from test_model_logits import TOL_FLOAT, assert_close, prompt_ids
+from test_model_logits import TOL_FLOAT, assert_close, exact_kv_cache, prompt_ids
 
 import adil
 
@@ -37,14 +37,16 @@ def write_qwen3moe(path: Path, extra: Callable[[gguf.GGUFWriter], None]) -> Path
     return path
 
 
-def test_weights_without_renormalisation(engine: adil.Engine, tmp_path: Path) -> None:
+def test_weights_without_renormalisation(engine: adil.Engine, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """expert_weights_norm = false: the top-k softmax probabilities are used
-    as they are (they sum to less than 1)."""
+    as they are (they sum to less than 1).  An f32 KV cache, for TOL_FLOAT."""
+    exact_kv_cache(monkeypatch)
     path = write_qwen3moe(tmp_path / "no_norm.gguf", lambda w: w.add_expert_weights_norm(False))
     with engine.load_model(path, threads=2, context_length=128) as model:
         ids = prompt_ids(model.n_vocab)
         got = model.logits(ids)
-    assert_close(got, reference_logits(path, ids), TOL_FLOAT)
+    assert_close(got, reference_logits(path, ids, kv_f16=False), TOL_FLOAT)
     normed = write_qwen3moe(tmp_path / "norm.gguf", lambda w: None)
     assert not np.allclose(reference_logits(normed, ids), reference_logits(path, ids))
 

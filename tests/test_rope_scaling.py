@@ -16,7 +16,7 @@ import pytest
 from gguf import GGMLQuantizationType as T
 from make_tiny_models import _write_hparams, _write_tokenizer, spec_for, write_weights
 from reference_forward import reference_logits
-from test_model_logits import TOL_FLOAT, assert_close, prompt_ids
+from test_model_logits import TOL_FLOAT, assert_close, exact_kv_cache, prompt_ids
 
 import adil
 
@@ -61,13 +61,15 @@ CASES = [("llama", "yarn-4-over-32", yarn(4.0, 32)), ("llama", "yarn-8-default",
 
 @pytest.mark.parametrize(("arch", "name", "extra"), CASES, ids=[c[1] + "-" + c[0] for c in CASES])
 def test_scaled_rope_matches_reference(engine: adil.Engine, tmp_path: Path, arch: str, name: str,
-                                       extra: Callable[[gguf.GGUFWriter], None]) -> None:
+                                       extra: Callable[[gguf.GGUFWriter], None],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    exact_kv_cache(monkeypatch)  # an f32 KV cache, for TOL_FLOAT
     path = write_scaled(tmp_path / f"{arch}-{name}.gguf", arch, extra)
     plain = write_scaled(tmp_path / f"{arch}-plain.gguf", arch, lambda w: None)
     with engine.load_model(path, threads=2, context_length=128) as model:
         ids = prompt_ids(model.n_vocab)
         got = model.logits(ids)
-    want = reference_logits(path, ids)
+    want = reference_logits(path, ids, kv_f16=False)
     assert_close(got, want, TOL_FLOAT)
     # the scaling changes the logits (so the comparison above tests it)
     assert np.abs(want - reference_logits(plain, ids)).max() > 1e-3 * np.abs(want).max()

@@ -23,6 +23,15 @@ YaRN): F32 0.0007 / 0.0045, Q4_K 0.0003 / 0.0035, MXFP4 0.022 / 0.11, Q8_0
 llama-yarn (YaRN on interleaved pairs): F32 0.0003 / 0.0013, Q8_0 0.013 /
 0.063, Q4_K 0.0005 / 0.0058.  llama-swa has no fixture:
 llama.cpp ignores llama's sliding window.
+
+Our KV cache is f16 like llama.cpp's, which brings the mean of those
+differences closer to llama.cpp on 28 of the 33 fixtures than an f32 cache
+(e.g. qwen3 F32 0.00043 -> 0.00027, llama-yarn Q4_K 0.00046 -> 0.00008);
+the others are MoE files whose routers meet near-ties.  One of those,
+qwen3moe Q6_K, is compared with an f32 cache (F32_KV_CACHE): with f16 keys
+our layer-1 router at position 36 of case 0 picks experts (4, 5) by a gap
+of 0.005 where llama.cpp and our f32 cache pick (4, 2), which moves that
+position's best token (llama.cpp's gap 0.59).
 """
 
 from __future__ import annotations
@@ -44,6 +53,8 @@ import adil
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tiny"
 GREEDY = adil.Sampling(temperature=0.0)
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.json"))
+# fixtures compared with ADIL_KV_TYPE=f32 (the docstring says why)
+F32_KV_CACHE = frozenset({"qwen3moe-q6_k"})
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +88,10 @@ def test_every_recorded_arch_has_fixtures() -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_matches_llama_cpp(engine: adil.Engine, tmp_path: Path, name: str) -> None:
+def test_matches_llama_cpp(engine: adil.Engine, tmp_path: Path, name: str,
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    if name in F32_KV_CACHE:
+        monkeypatch.setenv("ADIL_KV_TYPE", "f32")
     doc = load(name)
     eog = doc["settings"]["eog_tokens"]
     path = write_model(doc, tmp_path)

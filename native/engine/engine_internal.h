@@ -54,15 +54,16 @@ struct adil_model {
 
 struct adil_context {
     adil_model *model;
-    uint32_t n_ctx;      /* window in tokens */
-    uint32_t n_batch;    /* prompt tokens per forward pass */
-    adil_pool *own_pool; /* when the context asked for another thread count */
-    bool shared_pool;    /* fw.pool is the model's: take compute_lock */
-    adil_forward fw;     /* KV cache and activations */
-    int32_t *tokens;     /* (n_ctx) the tokens whose keys/values the cache holds */
-    uint32_t n_past;     /* valid positions of the cache */
-    float *logits;       /* (n_vocab) the last position's logits */
-    adil_run *run;       /* the live run on this context, or NULL */
+    uint32_t n_ctx;       /* window in tokens */
+    uint32_t n_batch;     /* prompt tokens per forward pass */
+    adil_kv_type kv_type; /* of the KV cache (ADIL_KV_TYPE, f16 by default) */
+    adil_pool *own_pool;  /* when the context asked for another thread count */
+    bool shared_pool;     /* fw.pool is the model's: take compute_lock */
+    adil_forward fw;      /* KV cache and activations */
+    int32_t *tokens;      /* (n_ctx) the tokens whose keys/values the cache holds */
+    uint32_t n_past;      /* valid positions of the cache */
+    float *logits;        /* (n_vocab) the last position's logits */
+    adil_run *run;        /* the live run on this context, or NULL */
 };
 
 /* Evaluates tokens[0..n) at positions ctx->n_past.. in batches of n_batch,

@@ -14,10 +14,14 @@
  *   - attention sinks (a per-row logit in the softmax denominator): the same
  *     budget with the sink counted as a score, sinks below, among and above
  *     the scores; the scalar reference against the definition in double; a
- *     sink of -inf gives the bits of no sink at every level.
+ *     sink of -inf gives the bits of no sink at every level;
+ *   - all of it with keys and values stored as f32 and as IEEE halves (the
+ *     KV cache's default): with halves, every level reads the same rounded
+ *     elements as the reference, so the same budget holds.
  */
 #include "compute/attention.h"
 #include "compute/cpu_level.h"
+#include "compute/weight_types.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -44,9 +48,10 @@ static int64_t rnd_int(int64_t lo, int64_t hi) { /* [lo, hi] */
 
 typedef struct setup {
     int64_t hd, hdv, k_stride, v_stride;
-    float *k, *v; /* N_CTX rows; NaN outside every range of the tile */
-    float *q;     /* ADIL_ATT_MAX_ROWS rows of hd */
-    float *o;     /* ADIL_ATT_MAX_ROWS rows of hdv + GUARD */
+    float *k, *v;       /* N_CTX rows; NaN outside every range of the tile */
+    adil_fp16 *kh, *vh; /* the same as halves (k and v then hold their values) */
+    float *q;           /* ADIL_ATT_MAX_ROWS rows of hd */
+    float *o;           /* ADIL_ATT_MAX_ROWS rows of hdv + GUARD */
     float *scratch;
 } setup;
 
@@ -57,6 +62,8 @@ static void setup_alloc(setup *s, int64_t hd, int64_t hdv) {
     s->v_stride = hdv + rnd_int(0, 5);
     s->k = malloc(sizeof(float) * (size_t)(N_CTX * s->k_stride));
     s->v = malloc(sizeof(float) * (size_t)(N_CTX * s->v_stride));
+    s->kh = malloc(sizeof(adil_fp16) * (size_t)(N_CTX * s->k_stride));
+    s->vh = malloc(sizeof(adil_fp16) * (size_t)(N_CTX * s->v_stride));
     s->q = malloc(sizeof(float) * (size_t)(ADIL_ATT_MAX_ROWS * hd));
     s->o = malloc(sizeof(float) * (size_t)(ADIL_ATT_MAX_ROWS * (hdv + GUARD)));
     s->scratch = malloc(sizeof(float) * (size_t)(ADIL_ATT_MAX_ROWS * N_CTX));
@@ -65,14 +72,34 @@ static void setup_alloc(setup *s, int64_t hd, int64_t hdv) {
 static void setup_free(setup *s) {
     free(s->k);
     free(s->v);
+    free(s->kh);
+    free(s->vh);
     free(s->q);
     free(s->o);
     free(s->scratch);
 }
 
+/* x rounded to a half, in place, and that half into *h. */
+static void to_half(float *x, adil_fp16 *h) {
+    *h = adil_f32_to_fp16(*x);
+    *x = adil_fp16_to_f32(*h);
+}
+
+/* Points t at K/V stored as halves: s->k and s->v rounded to halves, and
+ * those halves in s->kh and s->vh (NaN stays NaN). */
+static void use_halves(setup *s, adil_att_tile *t) {
+    for (int64_t i = 0; i < N_CTX * s->k_stride; i++) to_half(&s->k[i], &s->kh[i]);
+    for (int64_t i = 0; i < N_CTX * s->v_stride; i++) to_half(&s->v[i], &s->vh[i]);
+    t->kv_type = ADIL_KV_F16;
+    t->k = s->kh;
+    t->v = s->vh;
+}
+
 /* Fills the tile's rows: ranges of the given kind, q/k/v of magnitude qmag,
- * and with_sinks: a sink per row of about the scores' size or far above. */
-static void make_tile(setup *s, adil_att_tile *t, int n_rows, int kind, float qmag, bool with_sinks) {
+ * with_sinks: a sink per row of about the scores' size or far above, and
+ * K/V as halves when f16. */
+static void make_tile(setup *s, adil_att_tile *t, int n_rows, int kind, float qmag, bool with_sinks,
+                      bool f16) {
     memset(t, 0, sizeof *t);
     t->n_rows = n_rows;
     int64_t lo = N_CTX, hi = 0;
@@ -114,6 +141,7 @@ static void make_tile(setup *s, adil_att_tile *t, int n_rows, int kind, float qm
     t->head_dim_v = s->hdv;
     t->scale = 1.0f / sqrtf((float)s->hd);
     t->scratch = s->scratch;
+    if (f16) use_halves(s, t);
 }
 
 /* out[r] (copies of the tile's outputs) after running kernel on t. */
@@ -136,12 +164,11 @@ static double max_abs_v(const setup *s, int64_t first, int64_t last) {
 /* Largest |q·k| * scale of row r (its sink counted as a score): rounding
  * of the scores moves each weight e^(s - max) by about ulp(1) * |s - max|,
  * so the budget scales with it. */
-static double max_abs_score(const adil_att_tile *t, int r) {
+static double max_abs_score(const setup *s, const adil_att_tile *t, int r) {
     double m = t->has_sinks ? fabs(t->sink[r]) : 0.0;
     for (int64_t p = t->first[r]; p <= t->last[r]; p++) {
         double d = 0.0;
-        for (int64_t i = 0; i < t->head_dim; i++)
-            d += (double)t->q[r][i] * t->k[p * (int64_t)t->k_stride + i];
+        for (int64_t i = 0; i < t->head_dim; i++) d += (double)t->q[r][i] * s->k[p * s->k_stride + i];
         m = fmax(m, fabs(d * t->scale));
     }
     return m;
@@ -149,23 +176,32 @@ static double max_abs_score(const adil_att_tile *t, int r) {
 
 static double worst_seen[ADIL_CPU_LEVEL_COUNT];
 
-static void check_level(int level, setup *s, int n_rows, int kind, float qmag, bool with_sinks) {
+/* a[i] == b[i] bit for bit, except that -0 and +0 count as the same: in a
+ * tile, keys outside a row's range add 0 * v to its sums, which turns an
+ * output of -0 (every weight underflowed) into +0. */
+static bool same_values(const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float)) != 0 && !(a[i] == 0.0f && b[i] == 0.0f)) return false;
+    return true;
+}
+
+static void check_level(int level, setup *s, int n_rows, int kind, float qmag, bool with_sinks, bool f16) {
     adil_att_tile t;
-    make_tile(s, &t, n_rows, kind, qmag, with_sinks);
+    make_tile(s, &t, n_rows, kind, qmag, with_sinks, f16);
     const size_t n_out = (size_t)(ADIL_ATT_MAX_ROWS * s->hdv);
     float *ref = malloc(sizeof(float) * n_out), *got = malloc(sizeof(float) * n_out);
     float *alone = malloc(sizeof(float) * n_out);
     run(adil_attention_kernel_at(ADIL_CPU_SCALAR), &t, s, ref);
     run(adil_attention_kernel_at(level), &t, s, got);
     for (int r = 0; r < n_rows; r++) {
-        const double vmax = max_abs_v(s, t.first[r], t.last[r]) * (1.0 + max_abs_score(&t, r));
+        const double vmax = max_abs_v(s, t.first[r], t.last[r]) * (1.0 + max_abs_score(s, &t, r));
         for (int64_t i = 0; i < s->hdv; i++) {
             const double err = fabs((double)got[r * s->hdv + i] - ref[r * s->hdv + i]);
             CHECK(err <= ADIL_ATT_MAX_ERROR * vmax);
             if (vmax > 0 && err / vmax > worst_seen[level]) worst_seen[level] = err / vmax;
         }
     }
-    /* each row alone: the same bits */
+    /* each row alone: the same values */
     for (int r = 0; r < n_rows; r++) {
         adil_att_tile one = t;
         one.n_rows = 1;
@@ -176,7 +212,7 @@ static void check_level(int level, setup *s, int n_rows, int kind, float qmag, b
         one.sink[0] = t.sink[r];
         for (int64_t i = 0; i < ADIL_ATT_MAX_ROWS * (s->hdv + GUARD); i++) s->o[i] = -7.0f;
         adil_attention_kernel_at(level)(&one);
-        CHECK(memcmp(t.o[r], got + r * s->hdv, sizeof(float) * (size_t)s->hdv) == 0);
+        CHECK(same_values(t.o[r], got + r * s->hdv, s->hdv));
     }
     /* rows reversed: the same bits for each row */
     adil_att_tile rev = t;
@@ -198,9 +234,9 @@ static void check_level(int level, setup *s, int n_rows, int kind, float qmag, b
 
 /* The scalar reference with sinks against the definition, in double:
  * o = Σ e^(s_p - m) v_p / (Σ e^(s_p - m) + e^(sink - m)). */
-static void check_sink_definition(setup *s) {
+static void check_sink_definition(setup *s, bool f16) {
     adil_att_tile t;
-    make_tile(s, &t, ADIL_ATT_MAX_ROWS, 2, 1.0f, true);
+    make_tile(s, &t, ADIL_ATT_MAX_ROWS, 2, 1.0f, true, f16);
     float *got = malloc(sizeof(float) * (size_t)(ADIL_ATT_MAX_ROWS * s->hdv));
     double *e = malloc(sizeof(double) * N_CTX);
     run(adil_attention_kernel_at(ADIL_CPU_SCALAR), &t, s, got);
@@ -225,9 +261,9 @@ static void check_sink_definition(setup *s) {
 }
 
 /* A sink of -inf takes no share: the bits of the same tile without sinks. */
-static void check_minus_inf_sink(int level, setup *s) {
+static void check_minus_inf_sink(int level, setup *s, bool f16) {
     adil_att_tile t;
-    make_tile(s, &t, ADIL_ATT_MAX_ROWS, 0, 8.0f, false);
+    make_tile(s, &t, ADIL_ATT_MAX_ROWS, 0, 8.0f, false, f16);
     const size_t n_out = (size_t)(ADIL_ATT_MAX_ROWS * s->hdv);
     float *plain = malloc(sizeof(float) * n_out), *inf = malloc(sizeof(float) * n_out);
     run(adil_attention_kernel_at(level), &t, s, plain);
@@ -252,9 +288,12 @@ int main(void) {
                 for (int kind = 0; kind < 3; kind++)
                     for (size_t m = 0; m < sizeof mags / sizeof mags[0]; m++)
                         for (int sinks = 0; sinks < 2; sinks++)
-                            check_level(level, &s, n_rows, kind, mags[m], sinks);
-            if (level == ADIL_CPU_SCALAR) check_sink_definition(&s);
-            check_minus_inf_sink(level, &s);
+                            for (int f16 = 0; f16 < 2; f16++)
+                                check_level(level, &s, n_rows, kind, mags[m], sinks, f16);
+            for (int f16 = 0; f16 < 2; f16++) {
+                if (level == ADIL_CPU_SCALAR) check_sink_definition(&s, f16);
+                check_minus_inf_sink(level, &s, f16);
+            }
             setup_free(&s);
         }
         printf("level %s: max error %.3g of max |v| (1 + max |score|) (budget %.3g)\n",

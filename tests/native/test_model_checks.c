@@ -109,7 +109,7 @@ static void test_window_limits(adil_engine *engine) {
 static void test_window_larger_than_memory(adil_engine *engine) {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     const double memory = (double)pages * (double)page;
-    const double per_layer = 2.0 * (double)(1 << 20) * 256 * sizeof(float); /* K and V: 2 GiB */
+    const double per_layer = 2.0 * (double)(1 << 20) * 256 * 2; /* K and V as halves: 1 GiB */
     const double layers = memory * 1.5 / per_layer + 1;
     if (pages <= 0 || page <= 0 || layers > 1024) {
         printf("test_model_checks: memory size unknown or over 1 TiB: larger-than-memory case skipped\n");
@@ -141,10 +141,14 @@ static void test_window_larger_than_memory(adil_engine *engine) {
 }
 
 static void test_size_arithmetic(void) {
-    CHECK(adil_kv_cache_bytes(2, 64, 32, 32) == 2u * 64 * 64 * sizeof(float));
-    CHECK(adil_kv_cache_bytes(INT64_MAX, 2, 2, 2) == UINT64_MAX);
-    CHECK(adil_kv_cache_bytes(1024, 1 << 20, INT64_MAX / 4, 1) == UINT64_MAX);
-    CHECK(adil_kv_cache_bytes(1, 1, 0, 1) == UINT64_MAX);
+    CHECK(adil_kv_cache_bytes(ADIL_KV_F32, 2, 64, 32, 32) == 2u * 64 * 64 * sizeof(float));
+    CHECK(adil_kv_cache_bytes(ADIL_KV_F16, 2, 64, 32, 32) == 2u * 64 * 64 * 2);
+    for (int f16 = 0; f16 < 2; f16++) {
+        const adil_kv_type type = f16 ? ADIL_KV_F16 : ADIL_KV_F32;
+        CHECK(adil_kv_cache_bytes(type, INT64_MAX, 2, 2, 2) == UINT64_MAX);
+        CHECK(adil_kv_cache_bytes(type, 1024, 1 << 20, INT64_MAX / 4, 1) == UINT64_MAX);
+        CHECK(adil_kv_cache_bytes(type, 1, 1, 0, 1) == UINT64_MAX);
+    }
 }
 
 int main(void) {

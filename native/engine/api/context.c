@@ -28,7 +28,7 @@ static adil_status pick_pool(adil_context *ctx, uint32_t n_threads) {
 static adil_status check_memory(const adil_context *ctx) {
     const adil_model *m = ctx->model;
     const int nth = adil_pool_n_threads(ctx->shared_pool ? m->pool : ctx->own_pool);
-    uint64_t need = adil_forward_bytes(&m->tf, ctx->n_ctx, ctx->n_batch, nth);
+    uint64_t need = adil_forward_bytes(&m->tf, ctx->kv_type, ctx->n_ctx, ctx->n_batch, nth);
     const uint64_t more = ((uint64_t)ctx->n_ctx + (uint64_t)m->tf.hp.n_vocab) * sizeof(float);
     need = need > UINT64_MAX - more ? UINT64_MAX : need + more;
     const uint64_t have = adil_physical_memory();
@@ -65,10 +65,11 @@ ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_para
     ctx->model = model;
     ctx->n_ctx = n_ctx;
     ctx->n_batch = n_batch;
+    ctx->kv_type = adil_kv_type_from_env();
     st = pick_pool(ctx, p.n_threads);
     if (st == ADIL_OK) st = check_memory(ctx);
     if (st == ADIL_OK)
-        st = adil_forward_init(&ctx->fw, &model->tf, n_ctx, n_batch,
+        st = adil_forward_init(&ctx->fw, &model->tf, ctx->kv_type, n_ctx, n_batch,
                                ctx->shared_pool ? model->pool : ctx->own_pool);
     if (st == ADIL_OK) {
         ctx->tokens = malloc((size_t)n_ctx * sizeof *ctx->tokens);

@@ -6,6 +6,7 @@
 #include "compute/attention.h"
 
 #include "compute/cpu_level.h"
+#include "compute/weight_types.h"
 
 #include <math.h>
 #include <string.h>
@@ -22,11 +23,41 @@ static float dot_f32(const float *a, const float *b, int64_t n) {
     return sum;
 }
 
+/* The same sums over a row of halves, each widened exactly to f32. */
+static float dot_f16(const float *a, const adil_fp16 *b, int64_t n) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * adil_fp16_to_f32(b[i + j]);
+    float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) sum += a[i] * adil_fp16_to_f32(b[i]);
+    return sum;
+}
+
+/* q · key of position p. */
+static float key_dot(const adil_att_tile *t, const float *q, int64_t p) {
+    const size_t at = (size_t)p * t->k_stride;
+    if (t->kv_type == ADIL_KV_F16) return dot_f16(q, (const adil_fp16 *)t->k + at, t->head_dim);
+    return dot_f32(q, (const float *)t->k + at, t->head_dim);
+}
+
+/* o += w * value of position p. */
+static void add_value(const adil_att_tile *t, float *o, float w, int64_t p) {
+    const size_t at = (size_t)p * t->v_stride;
+    if (t->kv_type == ADIL_KV_F16) {
+        const adil_fp16 *v = (const adil_fp16 *)t->v + at;
+        for (int64_t i = 0; i < t->head_dim_v; i++) o[i] += w * adil_fp16_to_f32(v[i]);
+        return;
+    }
+    const float *v = (const float *)t->v + at;
+    for (int64_t i = 0; i < t->head_dim_v; i++) o[i] += w * v[i];
+}
+
 static void attend_row(const adil_att_tile *t, int r, float *s) {
     const int64_t first = t->first[r], last = t->last[r];
     float max = -INFINITY;
     for (int64_t p = first; p <= last; p++) {
-        s[p - first] = dot_f32(t->q[r], t->k + (size_t)p * t->k_stride, t->head_dim) * t->scale;
+        s[p - first] = key_dot(t, t->q[r], p) * t->scale;
         if (s[p - first] > max) max = s[p - first];
     }
     /* a sink joins the max and the denominator, with no value */
@@ -40,11 +71,7 @@ static void attend_row(const adil_att_tile *t, int r, float *s) {
     const float inv = (float)(1.0 / sum);
     float *o = t->o[r];
     memset(o, 0, (size_t)t->head_dim_v * sizeof(float));
-    for (int64_t p = first; p <= last; p++) {
-        const float *v = t->v + (size_t)p * t->v_stride;
-        const float w = s[p - first] * inv;
-        for (int64_t i = 0; i < t->head_dim_v; i++) o[i] += w * v[i];
-    }
+    for (int64_t p = first; p <= last; p++) add_value(t, o, s[p - first] * inv, p);
 }
 
 static void attend_scalar(const adil_att_tile *t) {

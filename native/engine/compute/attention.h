@@ -34,15 +34,21 @@
 #define ADIL_ATT_MAX_ROWS  16
 #define ADIL_ATT_MAX_ERROR 2e-6
 
+/* How cached keys and values are stored: IEEE half (the KV cache's default)
+ * or f32.  Kernels widen each element to f32 as they load it, so the budget
+ * below holds against the scalar reference reading the same elements. */
+typedef enum adil_kv_type { ADIL_KV_F32 = 0, ADIL_KV_F16 = 1 } adil_kv_type;
+
 typedef struct adil_att_tile {
     int n_rows;                        /* 1 .. ADIL_ATT_MAX_ROWS */
     const float *q[ADIL_ATT_MAX_ROWS]; /* query rows, head_dim floats each */
     float *o[ADIL_ATT_MAX_ROWS];       /* output rows, head_dim_v floats each */
     int64_t first[ADIL_ATT_MAX_ROWS];  /* row r sees positions first[r] .. last[r] */
     int64_t last[ADIL_ATT_MAX_ROWS];   /* (first[r] <= last[r]) */
-    const float *k;                    /* key of position p at k + p * k_stride */
-    size_t k_stride;                   /* floats */
-    const float *v;                    /* value of position p at v + p * v_stride */
+    adil_kv_type kv_type;              /* of the elements of k and v */
+    const void *k;                     /* key of position p at element p * k_stride */
+    size_t k_stride;                   /* elements */
+    const void *v;                     /* value of position p at element p * v_stride */
     size_t v_stride;
     int64_t head_dim;   /* q and k */
     int64_t head_dim_v; /* v and o */

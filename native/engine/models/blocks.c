@@ -72,11 +72,11 @@ adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int
                                 int64_t T, int64_t pos0, const adil_attn_cfg *cfg, float *out) {
     const adil_hparams *hp = &m->hp;
     const adil_layer *L = &m->layers[il];
-    float *k = adil_kv_k(&fw->kv, il, pos0); /* (T, n_head_kv * head_dim), rows of the cache */
-    float *v = adil_kv_v(&fw->kv, il, pos0); /* (T, n_head_kv * head_dim_v) */
+    float *k = fw->k; /* (T, n_head_kv * head_dim), stored into the cache once roped */
+    float *v = fw->v; /* (T, n_head_kv * head_dim_v) */
     adil_status st;
 
-    /* projections: q (T, n_head * head_dim); k and v into the cache */
+    /* projections: q (T, n_head * head_dim), k, v */
     const adil_mm_group qkv = qkv_group(L, fw->q, k, v);
     if ((st = adil_matmul_group(fw->pool, &qkv, xb, T, fw->mm_scratch, fw->mm_scratch_size))) return st;
 
@@ -93,6 +93,10 @@ adil_status adil_self_attention(const adil_transformer *m, adil_forward *fw, int
     /* rotary position embedding of queries and keys */
     adil_rope_rows(fw, fw->q, T, hp->n_head * hp->head_dim, hp->n_head, hp->head_dim, pos0, &cfg->rope);
     adil_rope_rows(fw, k, T, hp->n_head_kv * hp->head_dim, hp->n_head_kv, hp->head_dim, pos0, &cfg->rope);
+
+    /* keys and values of positions pos0 .. pos0 + T - 1 into the cache (as
+     * its element type) */
+    adil_kv_store(&fw->kv, il, pos0, T, k, v);
 
     /* softmax(q·Kᵀ * scale) · V over the visible cache (with the layer's
      * sinks, if any): att (T, n_head * head_dim_v) */

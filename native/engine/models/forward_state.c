@@ -45,7 +45,7 @@ typedef struct fw_buffer {
     const char *what;
 } fw_buffer;
 
-#define FW_BUFFERS (8 + 2 * ADIL_ROPE_TABLES + 5)
+#define FW_BUFFERS (10 + 2 * ADIL_ROPE_TABLES + 5)
 
 /* The activation buffers for `m` with n_ctx positions, batches of n_batch
  * and nth threads: the one list that sizing and allocation both read.
@@ -58,6 +58,8 @@ static int fw_buffers(adil_forward *fw, const adil_hparams *hp, int64_t n_ctx, i
     out[n++] = (fw_buffer){&fw->xb, n_batch, hp->n_embd, "xb"};
     out[n++] = (fw_buffer){&fw->xb2, n_batch, hp->n_embd, "xb2"};
     out[n++] = (fw_buffer){&fw->q, n_batch, hp->n_head * hp->head_dim, "q"};
+    out[n++] = (fw_buffer){&fw->k, n_batch, hp->n_head_kv * hp->head_dim, "k"};
+    out[n++] = (fw_buffer){&fw->v, n_batch, hp->n_head_kv * hp->head_dim_v, "v"};
     out[n++] = (fw_buffer){&fw->att, n_batch, hp->n_head * hp->head_dim_v, "att"};
     out[n++] = (fw_buffer){&fw->scores, nth * ADIL_ATT_MAX_ROWS, n_ctx, "scores"};
     out[n++] = (fw_buffer){&fw->hb, n_batch, hp->n_ff, "hb"};
@@ -87,10 +89,16 @@ static size_t moe_ints(const adil_hparams *hp, int64_t n_batch) {
 /* a + b, saturating at UINT64_MAX (the "does not fit" of a byte count). */
 static uint64_t add_bytes(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
-uint64_t adil_forward_bytes(const adil_transformer *m, int64_t n_ctx, int64_t n_batch, int nth) {
+uint64_t adil_forward_kv_bytes(const adil_transformer *m, adil_kv_type kv_type, int64_t n_ctx) {
     const adil_hparams *hp = &m->hp;
-    uint64_t total =
-        adil_kv_cache_bytes(hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim, hp->n_head_kv * hp->head_dim_v);
+    return adil_kv_cache_bytes(kv_type, hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim,
+                               hp->n_head_kv * hp->head_dim_v);
+}
+
+uint64_t adil_forward_bytes(const adil_transformer *m, adil_kv_type kv_type, int64_t n_ctx, int64_t n_batch,
+                            int nth) {
+    const adil_hparams *hp = &m->hp;
+    uint64_t total = adil_forward_kv_bytes(m, kv_type, n_ctx);
     adil_forward fw;
     fw_buffer bufs[FW_BUFFERS];
     const int n_bufs = fw_buffers(&fw, hp, n_ctx, n_batch, nth, bufs);
@@ -102,13 +110,13 @@ uint64_t adil_forward_bytes(const adil_transformer *m, int64_t n_ctx, int64_t n_
     return add_bytes(total, matmul_scratch(m, n_batch));
 }
 
-adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, int64_t n_ctx, int64_t n_batch,
-                              adil_pool *pool) {
+adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, adil_kv_type kv_type,
+                              int64_t n_ctx, int64_t n_batch, adil_pool *pool) {
     const adil_hparams *hp = &m->hp;
     memset(fw, 0, sizeof *fw);
     fw->pool = pool;
     fw->n_batch = n_batch;
-    adil_status st = adil_kv_cache_init(&fw->kv, hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim,
+    adil_status st = adil_kv_cache_init(&fw->kv, kv_type, hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim,
                                         hp->n_head_kv * hp->head_dim_v);
     fw_buffer bufs[FW_BUFFERS];
     const int n_bufs = fw_buffers(fw, hp, n_ctx, n_batch, adil_pool_n_threads(pool), bufs);
@@ -134,6 +142,8 @@ void adil_forward_free(adil_forward *fw) {
     free(fw->xb);
     free(fw->xb2);
     free(fw->q);
+    free(fw->k);
+    free(fw->v);
     free(fw->att);
     free(fw->scores);
     free(fw->hb);

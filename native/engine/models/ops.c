@@ -198,9 +198,11 @@ static void att_tile(const att_job *j, int64_t item, float *scratch) {
     const int64_t h1 = h0 + j->heads_per_tile < (g + 1) * group ? h0 + j->heads_per_tile : (g + 1) * group;
     adil_att_tile t = {
         .n_rows = 0,
-        .k = adil_kv_k(kv, j->il, 0) + g * hp->head_dim,
+        .kv_type = kv->type,
+        .k = (const char *)adil_kv_k(kv, j->il, 0) + (size_t)(g * hp->head_dim) * adil_kv_type_size(kv->type),
         .k_stride = (size_t)kv->k_width,
-        .v = adil_kv_v(kv, j->il, 0) + g * hp->head_dim_v,
+        .v = (const char *)adil_kv_v(kv, j->il, 0) +
+             (size_t)(g * hp->head_dim_v) * adil_kv_type_size(kv->type),
         .v_stride = (size_t)kv->v_width,
         .head_dim = hp->head_dim,
         .head_dim_v = hp->head_dim_v,

@@ -2,7 +2,9 @@
  * attention_avx2.c — the attention tile (attention.h) with 8-lane vectors;
  * the same three passes as attention_avx512.c, with register tiles sized for
  * 16 registers: scores 4 query rows × 2 keys, P·V 4 rows × 16 output dims.
- * Tails use maskload / maskstore and padded tiles.
+ * Tails use maskload / maskstore and padded tiles.  Keys and values are
+ * f32 or halves (widened with F16C as they are loaded); each pass is
+ * compiled once per element type (the `f16` argument is a constant).
  */
 #if defined(__x86_64__)
 #    include "compute/attention.h"
@@ -16,6 +18,22 @@
 ADIL_INLINE __m256i lanes(int64_t left) {
     const int l = left >= 8 ? 8 : left <= 0 ? 0 : (int)left;
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(l), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* Element `at` of a K/V row stored as f32 or halves. */
+ADIL_INLINE const void *kv_row(const void *base, size_t at, bool f16) {
+    return f16 ? (const void *)((const uint16_t *)base + at) : (const void *)((const float *)base + at);
+}
+
+/* Elements [i, i + 8) of a K/V row as floats, lanes from `left` on zero
+ * (and not read). */
+ADIL_INLINE __m256 load8(const void *row, int64_t i, int64_t left, bool f16) {
+    if (!f16) return _mm256_maskload_ps((const float *)row + i, lanes(left));
+    const uint16_t *h = (const uint16_t *)row + i;
+    if (left >= 8) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+    uint16_t tail[8] = {0};
+    if (left > 0) memcpy(tail, h, (size_t)left * sizeof *h);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)tail));
 }
 
 /* (low half + high half) of a and of b, side by side. */
@@ -38,12 +56,12 @@ ADIL_INLINE __m256 reduce_4x2(const __m256 acc[8]) {
 }
 
 /* q[i] · k[j] for 4 rows and 2 keys of n floats, in lane 4j + i. */
-ADIL_INLINE __m256 dot_4x2(const float *const q[4], const float *const k[2], int64_t n) {
+ADIL_INLINE __m256 dot_4x2(const float *const q[4], const void *const k[2], int64_t n, bool f16) {
     __m256 acc[8];
     for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
     for (int64_t d = 0; d < n; d += 8) {
         const __m256i m = lanes(n - d);
-        const __m256 k0 = _mm256_maskload_ps(k[0] + d, m), k1 = _mm256_maskload_ps(k[1] + d, m);
+        const __m256 k0 = load8(k[0], d, n - d, f16), k1 = load8(k[1], d, n - d, f16);
         for (int i = 0; i < 4; i++) {
             const __m256 qv = _mm256_maskload_ps(q[i] + d, m);
             acc[2 * i] = _mm256_fmadd_ps(qv, k0, acc[2 * i]);
@@ -54,19 +72,19 @@ ADIL_INLINE __m256 dot_4x2(const float *const q[4], const float *const k[2], int
 }
 
 /* Pass 1: s[r * span + j] = q_r · k(f0 + j) * scale for every row and j < span. */
-static void scores(const adil_att_tile *t, int64_t f0, int64_t span, float *s) {
+ADIL_INLINE void scores(const adil_att_tile *t, int64_t f0, int64_t span, float *s, bool f16) {
     const int nr = t->n_rows;
     for (int64_t j0 = 0; j0 < span; j0 += 2) {
-        const float *kp[2];
+        const void *kp[2];
         for (int j = 0; j < 2; j++) { /* a short last block repeats its last key */
             const int64_t jj = j0 + j < span ? j0 + j : span - 1;
-            kp[j] = t->k + (size_t)(f0 + jj) * t->k_stride;
+            kp[j] = kv_row(t->k, (size_t)(f0 + jj) * t->k_stride, f16);
         }
         for (int r0 = 0; r0 < nr; r0 += 4) {
             const float *qp[4];
             for (int i = 0; i < 4; i++) qp[i] = t->q[r0 + i < nr ? r0 + i : nr - 1];
             float out[8];
-            _mm256_storeu_ps(out, _mm256_mul_ps(dot_4x2(qp, kp, t->head_dim), _mm256_set1_ps(t->scale)));
+            _mm256_storeu_ps(out, _mm256_mul_ps(dot_4x2(qp, kp, t->head_dim, f16), _mm256_set1_ps(t->scale)));
             for (int i = 0; i < 4 && r0 + i < nr; i++)
                 for (int j = 0; j < 2 && j0 + j < span; j++) s[(r0 + i) * span + j0 + j] = out[4 * j + i];
         }
@@ -112,13 +130,14 @@ static float softmax(float *x, int64_t n, const float *sink) {
 
 /* Pass 3 for R rows and output dims [d0, d0 + 16), in key order. */
 ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span, int64_t f0,
-                         int64_t d0, const float *inv) {
+                         int64_t d0, const float *inv, bool f16) {
     const __m256i m0 = lanes(t->head_dim_v - d0), m1 = lanes(t->head_dim_v - d0 - 8);
     __m256 acc[4][2];
     for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    const float *v = t->v + (size_t)f0 * t->v_stride + d0;
-    for (int64_t j = 0; j < span; j++, v += t->v_stride) {
-        const __m256 v0 = _mm256_maskload_ps(v, m0), v1 = _mm256_maskload_ps(v + 8, m1);
+    for (int64_t j = 0; j < span; j++) {
+        const void *v = kv_row(t->v, (size_t)(f0 + j) * t->v_stride, f16);
+        const __m256 v0 = load8(v, d0, t->head_dim_v - d0, f16);
+        const __m256 v1 = load8(v, d0 + 8, t->head_dim_v - d0 - 8, f16);
         for (int r = 0; r < R; r++) {
             const __m256 w = _mm256_broadcast_ss(p + (r0 + r) * span + j);
             acc[r][0] = _mm256_fmadd_ps(w, v0, acc[r][0]);
@@ -132,21 +151,22 @@ ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, 
     }
 }
 
-static void pv(const adil_att_tile *t, const float *p, int64_t span, int64_t f0, const float *inv) {
+ADIL_INLINE void pv(const adil_att_tile *t, const float *p, int64_t span, int64_t f0, const float *inv,
+                    bool f16) {
     for (int64_t d0 = 0; d0 < t->head_dim_v; d0 += 16) {
         for (int r0 = 0; r0 < t->n_rows; r0 += 4) {
             switch (t->n_rows - r0) {
             case 1:
-                pv_rows(t, 1, r0, p, span, f0, d0, inv);
+                pv_rows(t, 1, r0, p, span, f0, d0, inv, f16);
                 break;
             case 2:
-                pv_rows(t, 2, r0, p, span, f0, d0, inv);
+                pv_rows(t, 2, r0, p, span, f0, d0, inv, f16);
                 break;
             case 3:
-                pv_rows(t, 3, r0, p, span, f0, d0, inv);
+                pv_rows(t, 3, r0, p, span, f0, d0, inv, f16);
                 break;
             default:
-                pv_rows(t, 4, r0, p, span, f0, d0, inv);
+                pv_rows(t, 4, r0, p, span, f0, d0, inv, f16);
                 break;
             }
         }

@@ -10,6 +10,9 @@
  *     weight per row and key, accumulated in key order.
  * Tails (head_dim not a multiple of 16, fewer than 4 rows or keys) use masked
  * loads and padded tiles, so every element goes through the same code.
+ * Keys and values are f32 or halves (widened with vcvtph2ps as they are
+ * loaded); each pass is compiled once per element type (the `f16` argument
+ * is a constant).
  */
 #if defined(__x86_64__)
 #    include "compute/attention.h"
@@ -22,6 +25,18 @@
 /* Lanes [0, left) of a vector, left clamped to 0 .. 16. */
 ADIL_INLINE __mmask16 lanes(int64_t left) {
     return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1u);
+}
+
+/* Element `at` of a K/V row stored as f32 or halves. */
+ADIL_INLINE const void *kv_row(const void *base, size_t at, bool f16) {
+    return f16 ? (const void *)((const uint16_t *)base + at) : (const void *)((const float *)base + at);
+}
+
+/* Elements [i, i + 16) of a K/V row as floats, lanes outside m zero (and
+ * not read). */
+ADIL_INLINE __m512 load16(const void *row, int64_t i, __mmask16 m, bool f16) {
+    if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + i));
+    return _mm512_maskz_loadu_ps(m, (const float *)row + i);
 }
 
 /* (a.quarters 0,1 + 2,3) of a and b side by side: the same fold for both. */
@@ -57,13 +72,13 @@ ADIL_INLINE __m512 reduce_4x4(const __m512 acc[16]) {
 }
 
 /* q[i] · k[j] for 4 rows and 4 keys of n floats, in lane 4i + j. */
-ADIL_INLINE __m512 dot_4x4(const float *const q[4], const float *const k[4], int64_t n) {
+ADIL_INLINE __m512 dot_4x4(const float *const q[4], const void *const k[4], int64_t n, bool f16) {
     __m512 acc[16];
     for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
     for (int64_t d = 0; d < n; d += 16) {
         const __mmask16 m = lanes(n - d);
         __m512 kv[4];
-        for (int j = 0; j < 4; j++) kv[j] = _mm512_maskz_loadu_ps(m, k[j] + d);
+        for (int j = 0; j < 4; j++) kv[j] = load16(k[j], d, m, f16);
         for (int i = 0; i < 4; i++) {
             const __m512 qv = _mm512_maskz_loadu_ps(m, q[i] + d);
             for (int j = 0; j < 4; j++) acc[4 * i + j] = _mm512_fmadd_ps(qv, kv[j], acc[4 * i + j]);
@@ -73,19 +88,19 @@ ADIL_INLINE __m512 dot_4x4(const float *const q[4], const float *const k[4], int
 }
 
 /* Pass 1: s[r * span + j] = q_r · k(f0 + j) * scale for every row and j < span. */
-static void scores(const adil_att_tile *t, int64_t f0, int64_t span, float *s) {
+ADIL_INLINE void scores(const adil_att_tile *t, int64_t f0, int64_t span, float *s, bool f16) {
     const int nr = t->n_rows;
     for (int64_t j0 = 0; j0 < span; j0 += 4) {
-        const float *kp[4];
+        const void *kp[4];
         for (int j = 0; j < 4; j++) { /* a short last block repeats its last key */
             const int64_t jj = j0 + j < span ? j0 + j : span - 1;
-            kp[j] = t->k + (size_t)(f0 + jj) * t->k_stride;
+            kp[j] = kv_row(t->k, (size_t)(f0 + jj) * t->k_stride, f16);
         }
         for (int r0 = 0; r0 < nr; r0 += 4) {
             const float *qp[4];
             for (int i = 0; i < 4; i++) qp[i] = t->q[r0 + i < nr ? r0 + i : nr - 1];
             float out[16];
-            _mm512_storeu_ps(out, _mm512_mul_ps(dot_4x4(qp, kp, t->head_dim), _mm512_set1_ps(t->scale)));
+            _mm512_storeu_ps(out, _mm512_mul_ps(dot_4x4(qp, kp, t->head_dim, f16), _mm512_set1_ps(t->scale)));
             for (int i = 0; i < 4 && r0 + i < nr; i++)
                 for (int j = 0; j < 4 && j0 + j < span; j++) s[(r0 + i) * span + j0 + j] = out[4 * i + j];
         }
@@ -115,16 +130,16 @@ static float softmax(float *x, int64_t n, const float *sink) {
 /* Pass 3 for R rows (p: their weights, span apart) and output dims
  * [d0, d0 + 64): o = (Σ_j p[j] v(f0 + j)) * inv, summed in key order. */
 ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span, int64_t f0,
-                         int64_t d0, const float *inv) {
+                         int64_t d0, const float *inv, bool f16) {
     __mmask16 dm[4];
     for (int c = 0; c < 4; c++) dm[c] = lanes(t->head_dim_v - d0 - 16 * c);
     __m512 acc[4][4];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
-    const float *v = t->v + (size_t)f0 * t->v_stride + d0;
-    for (int64_t j = 0; j < span; j++, v += t->v_stride) {
+    for (int64_t j = 0; j < span; j++) {
+        const void *v = kv_row(t->v, (size_t)(f0 + j) * t->v_stride, f16);
         __m512 vv[4];
-        for (int c = 0; c < 4; c++) vv[c] = _mm512_maskz_loadu_ps(dm[c], v + 16 * c);
+        for (int c = 0; c < 4; c++) vv[c] = load16(v, d0 + 16 * c, dm[c], f16);
         for (int r = 0; r < R; r++) {
             const __m512 w = _mm512_set1_ps(p[(r0 + r) * span + j]);
             for (int c = 0; c < 4; c++) acc[r][c] = _mm512_fmadd_ps(w, vv[c], acc[r][c]);
@@ -136,21 +151,22 @@ ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, 
                                   _mm512_mul_ps(acc[r][c], _mm512_set1_ps(inv[r0 + r])));
 }
 
-static void pv(const adil_att_tile *t, const float *p, int64_t span, int64_t f0, const float *inv) {
+ADIL_INLINE void pv(const adil_att_tile *t, const float *p, int64_t span, int64_t f0, const float *inv,
+                    bool f16) {
     for (int64_t d0 = 0; d0 < t->head_dim_v; d0 += 64) {
         for (int r0 = 0; r0 < t->n_rows; r0 += 4) {
             switch (t->n_rows - r0) {
             case 1:
-                pv_rows(t, 1, r0, p, span, f0, d0, inv);
+                pv_rows(t, 1, r0, p, span, f0, d0, inv, f16);
                 break;
             case 2:
-                pv_rows(t, 2, r0, p, span, f0, d0, inv);
+                pv_rows(t, 2, r0, p, span, f0, d0, inv, f16);
                 break;
             case 3:
-                pv_rows(t, 3, r0, p, span, f0, d0, inv);
+                pv_rows(t, 3, r0, p, span, f0, d0, inv, f16);
                 break;
             default:
-                pv_rows(t, 4, r0, p, span, f0, d0, inv);
+                pv_rows(t, 4, r0, p, span, f0, d0, inv, f16);
                 break;
             }
         }

@@ -4,16 +4,19 @@
  * window, softmax (with the row's sink, if any), then P·V.
  * attention_avx2.c and attention_avx512.c include it after defining their
  * own scores(), softmax() and pv(), so the driver is compiled at each file's
- * instruction-set level.
+ * instruction-set level, once per KV element type.
  */
 #ifndef ADIL_ATTENTION_LEVEL_H
 #define ADIL_ATTENTION_LEVEL_H
 
 #include "compute/attention.h"
+#include "compute/simd/always_inline.h"
+
+#include <stdbool.h>
 
 #include <string.h>
 
-static inline void attend_tile(const adil_att_tile *t) {
+ADIL_INLINE void attend_tile_as(const adil_att_tile *t, bool f16) {
     int64_t f0 = t->first[0], l0 = t->last[0];
     for (int r = 1; r < t->n_rows; r++) {
         f0 = t->first[r] < f0 ? t->first[r] : f0;
@@ -22,7 +25,7 @@ static inline void attend_tile(const adil_att_tile *t) {
     const int64_t span = l0 - f0 + 1;
     float *s = t->scratch;
     float inv[ADIL_ATT_MAX_ROWS];
-    scores(t, f0, span, s);
+    scores(t, f0, span, s, f16);
     for (int r = 0; r < t->n_rows; r++) {
         float *row = s + r * span;
         const int64_t a = t->first[r] - f0, b = t->last[r] - f0 + 1;
@@ -30,7 +33,18 @@ static inline void attend_tile(const adil_att_tile *t) {
         memset(row + b, 0, (size_t)(span - b) * sizeof(float));
         inv[r] = softmax(row + a, b - a, t->has_sinks ? &t->sink[r] : NULL);
     }
-    pv(t, s, span, f0, inv);
+    pv(t, s, span, f0, inv, f16);
+}
+
+/* One copy of the passes per element type, so the inner loops test no flag. */
+static void attend_tile_f32(const adil_att_tile *t) { attend_tile_as(t, false); }
+static void attend_tile_f16(const adil_att_tile *t) { attend_tile_as(t, true); }
+
+static inline void attend_tile(const adil_att_tile *t) {
+    if (t->kv_type == ADIL_KV_F16)
+        attend_tile_f16(t);
+    else
+        attend_tile_f32(t);
 }
 
 #endif /* ADIL_ATTENTION_LEVEL_H */
