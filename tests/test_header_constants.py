@@ -93,7 +93,9 @@ def test_every_stop_reason_has_its_name() -> None:
 
 def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> None:
     """Every ADIL_SIZE_2_<minor>_* of the header, as the binding computes it."""
-    assert set(LAST_FIELDS) == set(range(int(CONSTANTS["ADIL_ABI_MINOR"]) + 1))
+    # every minor that appended fields (2.4 appended a function only)
+    assert set(LAST_FIELDS) == {0, 1, 2, 3}
+    assert set(LAST_FIELDS) <= set(range(int(CONSTANTS["ADIL_ABI_MINOR"]) + 1))
     assert LAST_FIELDS[1] == {"adil_component_info": "capabilities",
                               "adil_run_stats": "grammar_ms"}
     assert LAST_FIELDS[2] == {"adil_run_params": "n_logprobs"}
@@ -114,14 +116,15 @@ def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> No
 
 
 def test_functions_of_later_minors_are_marked() -> None:
-    """adil_run_token_logprobs came with 2.2 (its "/* 2.2 */" line); every other
-    function is the base ABI's."""
+    """adil_run_token_logprobs came with 2.2 (its "/* 2.2 */" line) and
+    adil_model_kv_bytes with 2.4; every other function is the base ABI's."""
     from adil._binding import FUNCTIONS, REQUIRED_SYMBOLS
     from adil._cdef import FUNCTION_MINORS
 
-    assert FUNCTION_MINORS == {"adil_run_token_logprobs": 2}
+    assert FUNCTION_MINORS == {"adil_run_token_logprobs": 2, "adil_model_kv_bytes": 4}
     assert set(FUNCTIONS) == {*REQUIRED_SYMBOLS, *FUNCTION_MINORS}
     assert "adil_run_token_logprobs" not in REQUIRED_SYMBOLS
+    assert "adil_model_kv_bytes" not in REQUIRED_SYMBOLS
 
 
 def test_engines_report_this_minor_and_their_capabilities() -> None:

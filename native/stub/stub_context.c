@@ -37,6 +37,20 @@ ADIL_API void adil_context_free(adil_context *ctx) { free(ctx); }
 
 ADIL_API uint32_t adil_context_size(const adil_context *ctx) { return ctx != NULL ? ctx->n_ctx : 0; }
 
+/* No KV cache: 0 bytes, after the same checks as adil_context_new. */
+ADIL_API adil_status adil_model_kv_bytes(const adil_model *model, const adil_context_params *params,
+                                         uint64_t *out) {
+    if (out == NULL || model == NULL)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_model_kv_bytes: model and out are required");
+    *out = 0;
+    adil_context_params p;
+    adil_context_default_params(&p);
+    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_CONTEXT_PARAMS,
+                                      "adil_model_kv_bytes: context params");
+    if (st == ADIL_OK) adil_clear_error();
+    return st;
+}
+
 ADIL_API adil_status adil_context_logits(adil_context *ctx, const int32_t *tokens, size_t n_tokens,
                                          float *logits, size_t capacity) {
     (void)ctx;

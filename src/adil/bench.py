@@ -12,11 +12,19 @@ which also indexes its vocabulary, apart), its mask time per token
 ``grammar_ms``: median and p99), the tokens it forced, and constrained decode
 tokens/s against unconstrained decode of as many tokens from the same
 prompt, the two runs alternating.
+
+Memory: the bytes of the context's KV cache (``Model.info.kv_cache_bytes``,
+at ``context_length`` positions: by default just what the tests need, or
+``--context-length N`` to size it as an application would) and the
+process's peak resident set (``getrusage`` ``ru_maxrss``) after the
+prefill and decode tests, before the bandwidth test's buffer.
 """
 
 from __future__ import annotations
 
+import resource
 import statistics
+import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -104,6 +112,9 @@ class BenchResult:
     decode: Series
     read_bandwidth_gb_per_s: float
     grammar: GrammarResult | None = None
+    context_length: int = 0
+    kv_cache_bytes: int | None = None  # None: the engine cannot say (before ABI 2.4)
+    peak_rss_bytes: int = 0
 
     @property
     def decode_roofline_tokens_per_s(self) -> float:
@@ -165,6 +176,13 @@ def bench_constraint(schema: dict[str, Any]) -> Constraint:
     return schema_constraint(schema)
 
 
+def peak_rss_bytes() -> int:
+    """The process's peak resident set so far (ru_maxrss: KiB on Linux,
+    bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
+
+
 def run_bench(
     model_path: str,
     *,
@@ -174,11 +192,13 @@ def run_bench(
     repetitions: int = 5,
     library: str | None = None,
     schema: dict[str, Any] | None = None,
+    context_length: int | None = None,
 ) -> BenchResult:
     """Runs the prefill test (`prompt_tokens` >= MIN_PROMPT_TOKENS) and the
     decode test (`gen_tokens` >= MIN_GEN_TOKENS) `repetitions` (>= 1) times
     each, and with `schema` the constrained-decoding test (see the module
-    docstring); InvalidArgumentError for sizes below those."""
+    docstring), in a context of `context_length` positions (None: what the
+    tests need); InvalidArgumentError for sizes below those."""
     for name, value, minimum in (("prompt_tokens", prompt_tokens, MIN_PROMPT_TOKENS),
                                  ("gen_tokens", gen_tokens, MIN_GEN_TOKENS),
                                  ("repetitions", repetitions, 1)):
@@ -188,9 +208,16 @@ def run_bench(
     need = max(prompt_tokens, gen_tokens + 1) + 8
     if constraint is not None:
         need = max(need, len(GRAMMAR_PROMPT.encode("utf-8")) + GRAMMAR_MAX_TOKENS + 8)
+    if context_length is not None and (isinstance(context_length, bool)
+                                       or not isinstance(context_length, int)
+                                       or context_length < need):
+        raise InvalidArgumentError(
+            f"context_length must be an integer >= {need} (what the tests need), "
+            f"got {context_length!r}")
     grammar: GrammarResult | None = None
     with Engine.open(library=library, threads=threads) as engine, \
-            engine.load_model(model_path, threads=threads, context_length=need) as model:
+            engine.load_model(model_path, threads=threads,
+                              context_length=context_length or need) as model:
         threads = model.info.threads  # what runs: the engine may use fewer than asked
         prefill, decode = Series(), Series()
         prompt = _prompt(model, prompt_tokens)
@@ -208,6 +235,8 @@ def run_bench(
         engine_name = f"{engine.info.engine_name} {engine.info.engine_version}"
         cpu_features, kernels = engine.info.cpu_features, engine.info.kernels
         weight_bytes = model.info.size_bytes
+        n_ctx, kv_bytes = model.info.context_length, model.info.kv_cache_bytes
+        peak = peak_rss_bytes()
     return BenchResult(
         model=model_path,
         engine=engine_name,
@@ -222,6 +251,9 @@ def run_bench(
         decode=decode,
         read_bandwidth_gb_per_s=measure_read_bandwidth(threads),
         grammar=grammar,
+        context_length=n_ctx,
+        kv_cache_bytes=kv_bytes,
+        peak_rss_bytes=peak,
     )
 
 
@@ -278,6 +310,10 @@ def _mask_times(model: Model, prompt: Any, constraint: Constraint) -> list[float
     return times
 
 
+def _mib(n: int | None) -> str:
+    return "-" if n is None else f"{n / 1048576:.1f} MiB"
+
+
 def format_table(result: BenchResult) -> str:
     """A llama-bench-like table."""
     rows = [("test", "tokens/s median", "min", "max")]
@@ -296,6 +332,8 @@ def format_table(result: BenchResult) -> str:
         f"read bandwidth: {result.read_bandwidth_gb_per_s:.1f} GB/s -> decode ceiling "
         f"{result.decode_roofline_tokens_per_s:.1f} tokens/s; decode at "
         f"{100 * result.decode_roofline_fraction:.0f}% of it",
+        f"memory: KV cache {_mib(result.kv_cache_bytes)} at {result.context_length} positions, "
+        f"peak RSS {_mib(result.peak_rss_bytes)}",
     ]
     grammar = result.grammar
     if grammar is not None:

@@ -9,7 +9,7 @@
     adil chat --model PATH|ALIAS [--tools module.py] [--system TEXT] [--max-tokens N]
               [--temperature T] [--seed S]
     adil bench --model PATH|ALIAS [--threads N] [--prompt-tokens 512] [--gen-tokens 128]
-               [--repetitions 5] [--schema FILE] [--json]
+               [--repetitions 5] [--schema FILE] [--context-length N] [--json]
     adil serve --model PATH|ALIAS [--library PATH] [--host 127.0.0.1] [--port 8765]
                [--allow-origin ORIGIN ...] [--allow-host NAME ...] [--api-key KEY]
                [--threads N] [--context-length N] [--max-body-bytes N]
@@ -202,7 +202,8 @@ def _bench(args: argparse.Namespace) -> int:
 
     result = run_bench(_resolve_model(args.model), threads=args.threads,
                        prompt_tokens=args.prompt_tokens, gen_tokens=args.gen_tokens,
-                       repetitions=args.repetitions, library=args.library, schema=args.schema)
+                       repetitions=args.repetitions, library=args.library, schema=args.schema,
+                       context_length=args.context_length)
     print(json.dumps(result.to_json(), indent=2) if args.json else format_table(result))
     return 0
 
@@ -331,6 +332,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="also measure constrained decoding with this JSON schema (or a "
                             "grammar document with x-adil-tools): compile time, mask time per "
                             "token, forced tokens, decode speed against unconstrained")
+    bench.add_argument("--context-length", type=positive, default=None, metavar="N",
+                       help="the context's window (sizes the KV cache reported); default: "
+                            "what the tests need")
     bench.add_argument("--json", action="store_true", help="one JSON object")
     bench.set_defaults(run=_bench)
 

@@ -107,6 +107,10 @@ class ModelInfo:
     n_params: int
     size_bytes: int
     threads: int
+    # bytes of the KV cache of the model's context (adil_model_kv_bytes: keys
+    # and values of every layer for context_length positions); 0 for an
+    # engine that keeps none (the stub), None for one before ABI 2.4
+    kv_cache_bytes: int | None = None
 
 
 class Engine:
@@ -275,6 +279,9 @@ class Model:
         self.path = path
         self._context_params = (threads, context_length)
         self._info = self._read_info(context_length)
+        if self._library.has_function("adil_model_kv_bytes"):
+            self._info = dataclasses.replace(self._info, kv_cache_bytes=self._kv_cache_bytes(
+                threads, context_length))
 
     # -- information ----------------------------------------------------
     def _read_info(self, context_length: int | None) -> ModelInfo:
@@ -303,10 +310,19 @@ class Model:
             threads=raw.n_threads,
         )
 
+    def _kv_cache_bytes(self, threads: int | None, context_length: int | None) -> int:
+        """What adil_model_kv_bytes says the context will allocate."""
+        params = self._context_params_struct(threads, context_length)
+        out = ffi.new("uint64_t *")
+        with self._calls:
+            check(self._lib, self._lib.adil_model_kv_bytes(self._require_open(), params, out))
+        return int(out[0])
+
     @property
     def info(self) -> ModelInfo:
         """What the model is (read once at load; no KV cache is made for it).
-        ``context_length``: the window its context has (or will have)."""
+        ``context_length``: the window its context has (or will have);
+        ``kv_cache_bytes``: the KV cache that context has (or will have)."""
         return self._info
 
     @property
@@ -681,13 +697,17 @@ class Model:
                 self._context = self._new_context(*self._context_params)
             return self._context
 
-    def _new_context(self, threads: int | None, context_length: int | None) -> Any:
+    def _context_params_struct(self, threads: int | None, context_length: int | None) -> Any:
         params = ffi.new("adil_context_params *")
         self._lib.adil_context_default_params(params)
         if context_length is not None:
             params.n_ctx = context_length
         if threads is not None:
             params.n_threads = threads
+        return params
+
+    def _new_context(self, threads: int | None, context_length: int | None) -> Any:
+        params = self._context_params_struct(threads, context_length)
         out = ffi.new("adil_context **")
         lib = self._lib
         check(lib, lib.adil_context_new(self._require_open(), params, out))

@@ -59,6 +59,7 @@ typedef struct stub_api {
     adil_native_tool_fn sleep_tool; /* adil_stub_sleep_tool */
     /* 2.2: NULL from a variant of an earlier minor, which does not export it. */
     __typeof__(&adil_run_token_logprobs) run_token_logprobs;
+    __typeof__(&adil_model_kv_bytes) model_kv_bytes; /* 2.4: NULL when not exported */
 } stub_api;
 
 /* dlopens `path` and resolves every symbol; false (with a message) if any is missing. */
@@ -81,6 +82,7 @@ static inline bool stub_api_open(stub_api *api, const char *path) {
     api->sleep_tool = (adil_native_tool_fn)dlsym(api->handle, "adil_stub_sleep_tool");
     api->run_token_logprobs =
         (__typeof__(api->run_token_logprobs))dlsym(api->handle, "adil_run_token_logprobs");
+    api->model_kv_bytes = (__typeof__(api->model_kv_bytes))dlsym(api->handle, "adil_model_kv_bytes");
     return ok && api->sleep_tool != NULL;
 }
 

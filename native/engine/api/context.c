@@ -40,25 +40,48 @@ static adil_status check_memory(const adil_context *ctx) {
                      (unsigned long long)have, (double)have / 1073741824.0);
 }
 
+/* The params of a context of `model` as adil_context_new takes them (`what`
+ * names the caller in errors): the defaults filled in, n_ctx resolved and
+ * checked, n_batch at most n_ctx. */
+static adil_status context_params(const adil_model *model, const adil_context_params *params,
+                                  const char *what, adil_context_params *p) {
+    adil_context_default_params(p);
+    adil_status st =
+        adil_copy_params(p, sizeof *p, params, ADIL_SIZE_2_0_CONTEXT_PARAMS, "adil_context_params");
+    if (st != ADIL_OK) return st;
+    if (p->n_ctx == 0)
+        p->n_ctx = model->tf.hp.n_ctx_train < ADIL_DEFAULT_N_CTX_CAP ? model->tf.hp.n_ctx_train
+                                                                     : ADIL_DEFAULT_N_CTX_CAP;
+    if (p->n_ctx > ADIL_MAX_CTX)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "%s: n_ctx: expected 1..%u, got %u", what,
+                         ADIL_MAX_CTX, p->n_ctx);
+    if (p->n_batch == 0) p->n_batch = ADIL_DEFAULT_N_BATCH;
+    if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
+    return ADIL_OK;
+}
+
+ADIL_API adil_status adil_model_kv_bytes(const adil_model *model, const adil_context_params *params,
+                                         uint64_t *out) {
+    if (out) *out = 0;
+    if (!model || !out)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_model_kv_bytes: model and out are required");
+    adil_context_params p;
+    adil_status st = context_params(model, params, "adil_model_kv_bytes", &p);
+    if (st != ADIL_OK) return st;
+    *out = adil_forward_kv_bytes(&model->tf, adil_kv_type_from_env(), p.n_ctx);
+    adil_clear_error();
+    return ADIL_OK;
+}
+
 ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_params *params,
                                       adil_context **out) {
     if (out) *out = NULL;
     if (!model || !out)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_new: model and out are required");
     adil_context_params p;
-    adil_context_default_params(&p);
-    adil_status st =
-        adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_CONTEXT_PARAMS, "adil_context_params");
+    adil_status st = context_params(model, params, "adil_context_new", &p);
     if (st != ADIL_OK) return st;
-    uint32_t n_ctx = p.n_ctx;
-    if (n_ctx == 0)
-        n_ctx = model->tf.hp.n_ctx_train < ADIL_DEFAULT_N_CTX_CAP ? model->tf.hp.n_ctx_train
-                                                                  : ADIL_DEFAULT_N_CTX_CAP;
-    if (n_ctx > ADIL_MAX_CTX)
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_new: n_ctx: expected 1..%u, got %u",
-                         ADIL_MAX_CTX, n_ctx);
-    uint32_t n_batch = p.n_batch ? p.n_batch : ADIL_DEFAULT_N_BATCH;
-    if (n_batch > n_ctx) n_batch = n_ctx;
+    const uint32_t n_ctx = p.n_ctx, n_batch = p.n_batch;
 
     adil_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_context_new: out of memory");

@@ -43,6 +43,7 @@
  *  - 2.3: adil_run_params.speculative (ADIL_SIZE_2_3_RUN_PARAMS): lookup
  *    (prompt n-gram) decoding (capability "lookup"); adil_run_stats.n_drafted
  *    and .n_draft_accepted (ADIL_SIZE_2_3_RUN_STATS).
+ *  - 2.4: the function adil_model_kv_bytes (no struct changed).
  *    A function appended in minor N is marked, as appended fields are, by a
  *    comment of its own, 2.N, before its description.  A host resolves it
  *    only from an engine whose minor is >= N (an engine of an earlier minor
@@ -94,7 +95,7 @@ extern "C" {
 #define ADIL_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
 #define ADIL_ABI_MAJOR 2
-#define ADIL_ABI_MINOR 3
+#define ADIL_ABI_MINOR 4
 /* Packs and unpacks the (major << 16) | minor form of adil_abi_version(). */
 #define ADIL_MAKE_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor) & 0xFFFFu))
 #define ADIL_VERSION_MAJOR(v)           (((uint32_t)(v)) >> 16)
@@ -425,6 +426,15 @@ ADIL_API void adil_context_free(adil_context *ctx);
 
 /* The context window in tokens. */
 ADIL_API uint32_t adil_context_size(const adil_context *ctx);
+
+/* 2.4 */
+/* The bytes of KV cache (keys and values of every layer) that a context made
+ * now with adil_context_new(model, params) would allocate, into *out, without
+ * allocating it; `params` may be NULL (the defaults).  0 for an engine that
+ * keeps no KV cache (the stub).  ADIL_STATUS_INVALID_ARGUMENT for a NULL
+ * model or out, or params adil_context_new refuses.  Any thread. */
+ADIL_API adil_status adil_model_kv_bytes(const adil_model *model, const adil_context_params *params,
+                                         uint64_t *out);
 
 /* Teacher-forced logits: evaluates `tokens` from an empty cache and writes
  * n_tokens * n_vocab floats (row i = the distribution after tokens[0..i])
