@@ -54,17 +54,23 @@ struct adil_model {
 
 struct adil_context {
     adil_model *model;
-    uint32_t n_ctx;       /* window in tokens */
-    uint32_t n_batch;     /* prompt tokens per forward pass */
-    adil_kv_type kv_type; /* of the KV cache (ADIL_KV_TYPE, f16 by default) */
-    adil_pool *own_pool;  /* when the context asked for another thread count */
-    bool shared_pool;     /* fw.pool is the model's: take compute_lock */
-    adil_forward fw;      /* KV cache and activations */
-    int32_t *tokens;      /* (n_ctx) the tokens whose keys/values the cache holds */
-    uint32_t n_past;      /* valid positions of the cache */
-    float *logits;        /* (n_vocab) the last position's logits */
-    adil_run *run;        /* the live run on this context, or NULL */
+    uint32_t n_ctx;      /* window in tokens */
+    uint32_t n_batch;    /* prompt tokens per forward pass */
+    adil_kv_opts kv;     /* how its KV cache is kept (ADIL_KV_TYPE, ADIL_KV_RING) */
+    uint32_t kv_high;    /* positions written since the cache last restarted at 0 */
+    adil_pool *own_pool; /* when the context asked for another thread count */
+    bool shared_pool;    /* fw.pool is the model's: take compute_lock */
+    adil_forward fw;     /* KV cache and activations */
+    int32_t *tokens;     /* (n_ctx) the tokens whose keys/values the cache holds */
+    uint32_t n_past;     /* valid positions of the cache */
+    float *logits;       /* (n_vocab) the last position's logits */
+    adil_run *run;       /* the live run on this context, or NULL */
 };
+
+/* How many of the first n cached positions a cut back to them can keep: n,
+ * or 0 when a sliding window's ring has lost rows position n needs (then
+ * everything is evaluated again: a ring cannot restore what it overwrote). */
+uint32_t adil_context_keepable(const adil_context *ctx, uint32_t n);
 
 /* Evaluates tokens[0..n) at positions ctx->n_past.. in batches of n_batch,
  * appending them to the cache.  Writes (n, n_vocab) logits to `all` when it

@@ -15,6 +15,9 @@
  *     budget with the sink counted as a score, sinks below, among and above
  *     the scores; the scalar reference against the definition in double; a
  *     sink of -inf gives the bits of no sink at every level;
+ *   - a ring buffer (kv_cache.h's sliding-window rings): the tile's keys and
+ *     values moved to row p % ring of a ring just large enough (or a little
+ *     larger) give the same bits as in place, at every level;
  *   - all of it with keys and values stored as f32 and as IEEE halves (the
  *     KV cache's default): with halves, every level reads the same rounded
  *     elements as the reference, so the same budget holds.
@@ -232,6 +235,40 @@ static void check_level(int level, setup *s, int n_rows, int kind, float qmag, b
     free(alone);
 }
 
+/* The tile's K/V moved into a ring of rows (p in row p % ring): the same
+ * bits as with the K/V in place. */
+static void check_ring(int level, setup *s, int n_rows, int kind, bool f16) {
+    adil_att_tile t;
+    make_tile(s, &t, n_rows, kind, 1.0f, kind == 1, f16);
+    int64_t lo = t.first[0], hi = t.last[0];
+    for (int r = 1; r < n_rows; r++) {
+        lo = t.first[r] < lo ? t.first[r] : lo;
+        hi = t.last[r] > hi ? t.last[r] : hi;
+    }
+    const int64_t ring = hi - lo + 1 + rnd_int(0, 3);
+    const size_t size = f16 ? sizeof(adil_fp16) : sizeof(float);
+    char *k = malloc((size_t)(ring * s->k_stride) * size), *v = malloc((size_t)(ring * s->v_stride) * size);
+    for (int64_t p = lo; p <= hi; p++) {
+        memcpy(k + (size_t)((p % ring) * s->k_stride) * size,
+               (const char *)t.k + (size_t)(p * s->k_stride) * size, (size_t)s->k_stride * size);
+        memcpy(v + (size_t)((p % ring) * s->v_stride) * size,
+               (const char *)t.v + (size_t)(p * s->v_stride) * size, (size_t)s->v_stride * size);
+    }
+    const size_t n_out = (size_t)(ADIL_ATT_MAX_ROWS * s->hdv);
+    float *flat = malloc(sizeof(float) * n_out), *ringed = malloc(sizeof(float) * n_out);
+    run(adil_attention_kernel_at(level), &t, s, flat);
+    adil_att_tile r = t;
+    r.k = k;
+    r.v = v;
+    r.ring = ring;
+    run(adil_attention_kernel_at(level), &r, s, ringed);
+    CHECK(memcmp(flat, ringed, sizeof(float) * (size_t)n_rows * (size_t)s->hdv) == 0);
+    free(k);
+    free(v);
+    free(flat);
+    free(ringed);
+}
+
 /* The scalar reference with sinks against the definition, in double:
  * o = Σ e^(s_p - m) v_p / (Σ e^(s_p - m) + e^(sink - m)). */
 static void check_sink_definition(setup *s, bool f16) {
@@ -293,6 +330,8 @@ int main(void) {
             for (int f16 = 0; f16 < 2; f16++) {
                 if (level == ADIL_CPU_SCALAR) check_sink_definition(&s, f16);
                 check_minus_inf_sink(level, &s, f16);
+                for (int n_rows = 1; n_rows <= ADIL_ATT_MAX_ROWS; n_rows += 5)
+                    for (int kind = 0; kind < 3; kind++) check_ring(level, &s, n_rows, kind, f16);
             }
             setup_free(&s);
         }

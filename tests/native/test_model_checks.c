@@ -140,15 +140,72 @@ static void test_window_larger_than_memory(adil_engine *engine) {
     adil_model_free(model);
 }
 
+/* A cache shape of n_layer layers with `window` on the local ones. */
+static adil_kv_shape shape_of(adil_kv_type type, int64_t n_layer, int64_t n_ctx, int64_t k_width,
+                              int64_t v_width, const int64_t *window) {
+    adil_kv_shape s = {.type = type,
+                       .n_layer = n_layer,
+                       .n_ctx = n_ctx,
+                       .n_batch = 8,
+                       .k_width = k_width,
+                       .v_width = v_width,
+                       .window = window,
+                       .ring = true};
+    return s;
+}
+
 static void test_size_arithmetic(void) {
-    CHECK(adil_kv_cache_bytes(ADIL_KV_F32, 2, 64, 32, 32) == 2u * 64 * 64 * sizeof(float));
-    CHECK(adil_kv_cache_bytes(ADIL_KV_F16, 2, 64, 32, 32) == 2u * 64 * 64 * 2);
+    static const int64_t none[1024] = {0};
+    adil_kv_shape s = shape_of(ADIL_KV_F32, 2, 64, 32, 32, none);
+    CHECK(adil_kv_cache_bytes(&s) == 2u * 64 * 64 * sizeof(float));
+    s.type = ADIL_KV_F16;
+    CHECK(adil_kv_cache_bytes(&s) == 2u * 64 * 64 * 2);
     for (int f16 = 0; f16 < 2; f16++) {
         const adil_kv_type type = f16 ? ADIL_KV_F16 : ADIL_KV_F32;
-        CHECK(adil_kv_cache_bytes(type, INT64_MAX, 2, 2, 2) == UINT64_MAX);
-        CHECK(adil_kv_cache_bytes(type, 1024, 1 << 20, INT64_MAX / 4, 1) == UINT64_MAX);
-        CHECK(adil_kv_cache_bytes(type, 1, 1, 0, 1) == UINT64_MAX);
+        s = shape_of(type, INT64_MAX, 2, 2, 2, none);
+        CHECK(adil_kv_cache_bytes(&s) == UINT64_MAX);
+        s = shape_of(type, 1024, 1 << 20, INT64_MAX / 4, 1, none);
+        CHECK(adil_kv_cache_bytes(&s) == UINT64_MAX);
+        s = shape_of(type, 1, 1, 0, 1, none);
+        CHECK(adil_kv_cache_bytes(&s) == UINT64_MAX);
+        s = shape_of(type, 1, INT64_MAX, 1, 1, none);
+        CHECK(adil_kv_cache_bytes(&s) == UINT64_MAX);
     }
+}
+
+/* Sliding-window layers keep window + n_batch rows (kv_cache.h): gemma3's
+ * pattern of 5 local layers and a global one. */
+static void test_ring_sizes(void) {
+    const int64_t window[6] = {12, 12, 12, 12, 12, 0};
+    adil_kv_shape s = shape_of(ADIL_KV_F16, 6, 1000, 16, 16, window);
+    CHECK(adil_kv_cache_bytes(&s) == (5u * (12 + 8) + 1000) * 32 * 2);
+    s.ring = false; /* ADIL_KV_RING=0: every layer full */
+    CHECK(adil_kv_cache_bytes(&s) == 6u * 1000 * 32 * 2);
+    s.ring = true;
+    s.n_ctx = 20; /* a window + batch that covers the context: no ring */
+    CHECK(adil_kv_cache_bytes(&s) == 6u * 20 * 32 * 2);
+    s.n_ctx = 21;
+    CHECK(adil_kv_cache_bytes(&s) == (5u * 20 + 21) * 32 * 2);
+
+    /* what a cut back keeps: ring 20, window 12 */
+    s.n_ctx = 1000;
+    adil_kv_cache kv;
+    CHECK(adil_kv_cache_init(&kv, &s) == ADIL_OK);
+    CHECK(kv.ring == 20 && kv.window == 12 && kv.rows[0] == 20 && kv.rows[5] == 1000);
+    CHECK(kv.start[1] == 20 && kv.start[5] == 100);
+    CHECK(adil_kv_cache_keeps(&kv, 0, 900));
+    CHECK(adil_kv_cache_keeps(&kv, 20, 20));  /* nothing overwritten yet */
+    CHECK(adil_kv_cache_keeps(&kv, 92, 100)); /* a cut inside the last batch: 81.. kept */
+    CHECK(adil_kv_cache_keeps(&kv, 91, 100)); /* needs 80.., the oldest row left */
+    CHECK(!adil_kv_cache_keeps(&kv, 90, 100));
+    CHECK(!adil_kv_cache_keeps(&kv, 50, 100));
+    /* positions wrap into the layer's rows; a global layer's do not */
+    CHECK(adil_kv_row(&kv, 0, 45) == 5 && adil_kv_row(&kv, 1, 45) == 25 && adil_kv_row(&kv, 5, 45) == 145);
+    adil_kv_cache_free(&kv);
+    s.ring = false;
+    CHECK(adil_kv_cache_init(&kv, &s) == ADIL_OK);
+    CHECK(kv.ring == 1000 && adil_kv_cache_keeps(&kv, 50, 900));
+    adil_kv_cache_free(&kv);
 }
 
 int main(void) {
@@ -159,6 +216,7 @@ int main(void) {
     test_window_limits(engine);
     test_window_larger_than_memory(engine);
     test_size_arithmetic();
+    test_ring_sizes();
     adil_engine_close(engine);
     return test_report("test_model_checks");
 }

@@ -28,7 +28,7 @@ static adil_status pick_pool(adil_context *ctx, uint32_t n_threads) {
 static adil_status check_memory(const adil_context *ctx) {
     const adil_model *m = ctx->model;
     const int nth = adil_pool_n_threads(ctx->shared_pool ? m->pool : ctx->own_pool);
-    uint64_t need = adil_forward_bytes(&m->tf, ctx->kv_type, ctx->n_ctx, ctx->n_batch, nth);
+    uint64_t need = adil_forward_bytes(&m->tf, ctx->kv, ctx->n_ctx, ctx->n_batch, nth);
     const uint64_t more = ((uint64_t)ctx->n_ctx + (uint64_t)m->tf.hp.n_vocab) * sizeof(float);
     need = need > UINT64_MAX - more ? UINT64_MAX : need + more;
     const uint64_t have = adil_physical_memory();
@@ -38,6 +38,12 @@ static adil_status check_memory(const adil_context *ctx) {
                      "activations), more than the %llu bytes (%.1f GiB) of memory of this machine",
                      ctx->n_ctx, (unsigned long long)need, (double)need / 1073741824.0,
                      (unsigned long long)have, (double)have / 1073741824.0);
+}
+
+/* How contexts made now keep their KV cache (ADIL_KV_TYPE, ADIL_KV_RING). */
+static adil_kv_opts kv_opts_from_env(void) {
+    adil_kv_opts kv = {.type = adil_kv_type_from_env(), .ring = adil_kv_ring_from_env()};
+    return kv;
 }
 
 /* The params of a context of `model` as adil_context_new takes them (`what`
@@ -68,7 +74,7 @@ ADIL_API adil_status adil_model_kv_bytes(const adil_model *model, const adil_con
     adil_context_params p;
     adil_status st = context_params(model, params, "adil_model_kv_bytes", &p);
     if (st != ADIL_OK) return st;
-    *out = adil_forward_kv_bytes(&model->tf, adil_kv_type_from_env(), p.n_ctx);
+    *out = adil_forward_kv_bytes(&model->tf, kv_opts_from_env(), p.n_ctx, p.n_batch);
     adil_clear_error();
     return ADIL_OK;
 }
@@ -88,11 +94,11 @@ ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_para
     ctx->model = model;
     ctx->n_ctx = n_ctx;
     ctx->n_batch = n_batch;
-    ctx->kv_type = adil_kv_type_from_env();
+    ctx->kv = kv_opts_from_env();
     st = pick_pool(ctx, p.n_threads);
     if (st == ADIL_OK) st = check_memory(ctx);
     if (st == ADIL_OK)
-        st = adil_forward_init(&ctx->fw, &model->tf, ctx->kv_type, n_ctx, n_batch,
+        st = adil_forward_init(&ctx->fw, &model->tf, ctx->kv, n_ctx, n_batch,
                                ctx->shared_pool ? model->pool : ctx->own_pool);
     if (st == ADIL_OK) {
         ctx->tokens = malloc((size_t)n_ctx * sizeof *ctx->tokens);
@@ -120,10 +126,18 @@ ADIL_API void adil_context_free(adil_context *ctx) {
 
 ADIL_API uint32_t adil_context_size(const adil_context *ctx) { return ctx ? ctx->n_ctx : 0; }
 
+uint32_t adil_context_keepable(const adil_context *ctx, uint32_t n) {
+    return adil_kv_cache_keeps(&ctx->fw.kv, n, ctx->kv_high) ? n : 0;
+}
+
 /* One forward pass of at most n_batch tokens at ctx->n_past. */
 static adil_status eval_batch(adil_context *ctx, const int32_t *tokens, int64_t T, float *logits,
                               bool all_logits) {
     adil_model *m = ctx->model;
+    /* a pass from position 0 rewrites what any later one reads; rows are
+     * written even by a pass that stops, so count them first */
+    if (ctx->n_past == 0) ctx->kv_high = 0;
+    if (ctx->n_past + (uint32_t)T > ctx->kv_high) ctx->kv_high = ctx->n_past + (uint32_t)T;
     if (ctx->shared_pool) pthread_mutex_lock(&m->compute_lock);
     adil_status st = m->arch->forward(&m->tf, &ctx->fw, tokens, T, ctx->n_past, logits, all_logits);
     if (ctx->shared_pool) pthread_mutex_unlock(&m->compute_lock);

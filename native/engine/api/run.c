@@ -243,7 +243,7 @@ ADIL_API adil_status adil_run_start(adil_context *ctx, const int32_t *prompt, si
     run->read_ms = p.read_timeout_ms;
     run->step_budget_ms = p.step_budget_ms ? p.step_budget_ms : ADIL_DEFAULT_STEP_BUDGET_MS;
     run->ignore_eos = p.ignore_eos != 0;
-    run->n_keep = reusable_prefix(ctx, prompt, run->n_prompt);
+    run->n_keep = adil_context_keepable(ctx, reusable_prefix(ctx, prompt, run->n_prompt));
     ctx->n_past = run->n_keep; /* drop what follows the shared prefix */
     run->stats.struct_size = sizeof run->stats;
     run->stats.n_prompt_tokens = run->n_prompt;

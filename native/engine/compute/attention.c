@@ -34,16 +34,16 @@ static float dot_f16(const float *a, const adil_fp16 *b, int64_t n) {
     return sum;
 }
 
-/* q · key of position p. */
-static float key_dot(const adil_att_tile *t, const float *q, int64_t p) {
-    const size_t at = (size_t)p * t->k_stride;
+/* q · key of row `row`. */
+static float key_dot(const adil_att_tile *t, const float *q, size_t row) {
+    const size_t at = row * t->k_stride;
     if (t->kv_type == ADIL_KV_F16) return dot_f16(q, (const adil_fp16 *)t->k + at, t->head_dim);
     return dot_f32(q, (const float *)t->k + at, t->head_dim);
 }
 
-/* o += w * value of position p. */
-static void add_value(const adil_att_tile *t, float *o, float w, int64_t p) {
-    const size_t at = (size_t)p * t->v_stride;
+/* o += w * value of row `row`. */
+static void add_value(const adil_att_tile *t, float *o, float w, size_t row) {
+    const size_t at = row * t->v_stride;
     if (t->kv_type == ADIL_KV_F16) {
         const adil_fp16 *v = (const adil_fp16 *)t->v + at;
         for (int64_t i = 0; i < t->head_dim_v; i++) o[i] += w * adil_fp16_to_f32(v[i]);
@@ -55,9 +55,10 @@ static void add_value(const adil_att_tile *t, float *o, float w, int64_t p) {
 
 static void attend_row(const adil_att_tile *t, int r, float *s) {
     const int64_t first = t->first[r], last = t->last[r];
+    const adil_att_rows rows = adil_att_rows_from(t, first);
     float max = -INFINITY;
     for (int64_t p = first; p <= last; p++) {
-        s[p - first] = key_dot(t, t->q[r], p) * t->scale;
+        s[p - first] = key_dot(t, t->q[r], adil_att_row(&rows, p)) * t->scale;
         if (s[p - first] > max) max = s[p - first];
     }
     /* a sink joins the max and the denominator, with no value */
@@ -71,7 +72,7 @@ static void attend_row(const adil_att_tile *t, int r, float *s) {
     const float inv = (float)(1.0 / sum);
     float *o = t->o[r];
     memset(o, 0, (size_t)t->head_dim_v * sizeof(float));
-    for (int64_t p = first; p <= last; p++) add_value(t, o, s[p - first] * inv, p);
+    for (int64_t p = first; p <= last; p++) add_value(t, o, s[p - first] * inv, adil_att_row(&rows, p));
 }
 
 static void attend_scalar(const adil_att_tile *t) {

@@ -50,6 +50,9 @@ typedef struct adil_att_tile {
     size_t k_stride;                   /* elements */
     const void *v;                     /* value of position p at element p * v_stride */
     size_t v_stride;
+    int64_t ring;       /* > 0: position p's key and value are in row p % ring (a
+                     sliding window's ring buffer; the tile's positions then
+                     span at most ring); 0: row p */
     int64_t head_dim;   /* q and k */
     int64_t head_dim_v; /* v and o */
     float scale;        /* multiplies q·k */
@@ -58,6 +61,22 @@ typedef struct adil_att_tile {
     /* ADIL_ATT_MAX_ROWS * (max last - min first + 1) floats, clobbered */
     float *scratch;
 } adil_att_tile;
+
+/* Rows of a tile's positions from `lo` on (lo .. lo + ring - 1 at most):
+ * adil_att_row gives position p's with one compare, no division per key. */
+typedef struct adil_att_rows {
+    int64_t lo, lo_row, ring;
+} adil_att_rows;
+
+static inline adil_att_rows adil_att_rows_from(const adil_att_tile *t, int64_t lo) {
+    adil_att_rows w = {lo, t->ring > 0 ? lo % t->ring : lo, t->ring > 0 ? t->ring : INT64_MAX};
+    return w;
+}
+
+static inline size_t adil_att_row(const adil_att_rows *w, int64_t p) {
+    const int64_t r = w->lo_row + (p - w->lo);
+    return (size_t)(r < w->ring ? r : r - w->ring);
+}
 
 typedef void (*adil_att_fn)(const adil_att_tile *tile);
 

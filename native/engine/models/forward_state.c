@@ -89,16 +89,37 @@ static size_t moe_ints(const adil_hparams *hp, int64_t n_batch) {
 /* a + b, saturating at UINT64_MAX (the "does not fit" of a byte count). */
 static uint64_t add_bytes(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
-uint64_t adil_forward_kv_bytes(const adil_transformer *m, adil_kv_type kv_type, int64_t n_ctx) {
+/* The KV cache's shape for m (each local layer's window into the returned
+ * array, which the caller frees); NULL when out of memory. */
+static int64_t *kv_shape(const adil_transformer *m, adil_kv_opts kv, int64_t n_ctx, int64_t n_batch,
+                         adil_kv_shape *shape) {
     const adil_hparams *hp = &m->hp;
-    return adil_kv_cache_bytes(kv_type, hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim,
-                               hp->n_head_kv * hp->head_dim_v);
+    int64_t *window = malloc((size_t)(hp->n_layer > 0 ? hp->n_layer : 1) * sizeof *window);
+    for (int64_t il = 0; window && il < hp->n_layer; il++)
+        window[il] = adil_layer_is_local(hp, il) ? hp->sliding_window : 0;
+    *shape = (adil_kv_shape){.type = kv.type,
+                             .n_layer = hp->n_layer,
+                             .n_ctx = n_ctx,
+                             .n_batch = n_batch,
+                             .k_width = hp->n_head_kv * hp->head_dim,
+                             .v_width = hp->n_head_kv * hp->head_dim_v,
+                             .window = window,
+                             .ring = kv.ring};
+    return window;
 }
 
-uint64_t adil_forward_bytes(const adil_transformer *m, adil_kv_type kv_type, int64_t n_ctx, int64_t n_batch,
+uint64_t adil_forward_kv_bytes(const adil_transformer *m, adil_kv_opts kv, int64_t n_ctx, int64_t n_batch) {
+    adil_kv_shape shape;
+    int64_t *window = kv_shape(m, kv, n_ctx, n_batch, &shape);
+    const uint64_t bytes = window ? adil_kv_cache_bytes(&shape) : UINT64_MAX;
+    free(window);
+    return bytes;
+}
+
+uint64_t adil_forward_bytes(const adil_transformer *m, adil_kv_opts kv, int64_t n_ctx, int64_t n_batch,
                             int nth) {
     const adil_hparams *hp = &m->hp;
-    uint64_t total = adil_forward_kv_bytes(m, kv_type, n_ctx);
+    uint64_t total = adil_forward_kv_bytes(m, kv, n_ctx, n_batch);
     adil_forward fw;
     fw_buffer bufs[FW_BUFFERS];
     const int n_bufs = fw_buffers(&fw, hp, n_ctx, n_batch, nth, bufs);
@@ -110,14 +131,17 @@ uint64_t adil_forward_bytes(const adil_transformer *m, adil_kv_type kv_type, int
     return add_bytes(total, matmul_scratch(m, n_batch));
 }
 
-adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, adil_kv_type kv_type,
-                              int64_t n_ctx, int64_t n_batch, adil_pool *pool) {
+adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, adil_kv_opts kv, int64_t n_ctx,
+                              int64_t n_batch, adil_pool *pool) {
     const adil_hparams *hp = &m->hp;
     memset(fw, 0, sizeof *fw);
     fw->pool = pool;
     fw->n_batch = n_batch;
-    adil_status st = adil_kv_cache_init(&fw->kv, kv_type, hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim,
-                                        hp->n_head_kv * hp->head_dim_v);
+    adil_kv_shape shape;
+    int64_t *window = kv_shape(m, kv, n_ctx, n_batch, &shape);
+    adil_status st = window ? adil_kv_cache_init(&fw->kv, &shape)
+                            : adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "context: out of memory");
+    free(window);
     fw_buffer bufs[FW_BUFFERS];
     const int n_bufs = fw_buffers(fw, hp, n_ctx, n_batch, adil_pool_n_threads(pool), bufs);
     for (int i = 0; st == ADIL_OK && i < n_bufs; i++)

@@ -1,6 +1,6 @@
 /*
- * kv_cache.c — allocation of the KV cache and the one place its rows are
- * written (see kv_cache.h).
+ * kv_cache.c — allocation of the KV cache, its rings, and the one place its
+ * rows are written (see kv_cache.h).
  */
 #include "models/kv_cache.h"
 
@@ -14,64 +14,103 @@ adil_kv_type adil_kv_type_from_env(void) {
     return s && strcmp(s, "f32") == 0 ? ADIL_KV_F32 : ADIL_KV_F16;
 }
 
+bool adil_kv_ring_from_env(void) {
+    const char *s = getenv("ADIL_KV_RING");
+    return !(s && strcmp(s, "0") == 0);
+}
+
 size_t adil_kv_type_size(adil_kv_type type) {
     return type == ADIL_KV_F32 ? sizeof(float) : sizeof(adil_fp16);
 }
 
-/* n_layer * n_ctx * width elements of `size` bytes, or 0 when the bytes
- * overflow size_t. */
-static size_t cache_elems(int64_t n_layer, int64_t n_ctx, int64_t width, size_t size) {
-    uint64_t a = (uint64_t)n_layer, b = (uint64_t)n_ctx, c = (uint64_t)width;
-    if (b && a > SIZE_MAX / b) return 0;
-    if (c && a * b > SIZE_MAX / c) return 0;
-    if (a * b * c > SIZE_MAX / size) return 0;
-    return (size_t)(a * b * c);
+static bool shape_ok(const adil_kv_shape *s) {
+    return s->n_layer > 0 && s->n_ctx > 0 && s->n_batch > 0 && s->k_width > 0 && s->v_width > 0;
 }
 
-uint64_t adil_kv_cache_bytes(adil_kv_type type, int64_t n_layer, int64_t n_ctx, int64_t k_width,
-                             int64_t v_width) {
-    if (n_layer <= 0 || n_ctx <= 0 || k_width <= 0 || v_width <= 0) return UINT64_MAX;
-    const size_t size = adil_kv_type_size(type);
-    const size_t nk = cache_elems(n_layer, n_ctx, k_width, size);
-    const size_t nv = cache_elems(n_layer, n_ctx, v_width, size);
-    if (!nk || !nv || nk > (SIZE_MAX / size) - nv) return UINT64_MAX;
-    return (uint64_t)(nk + nv) * size;
+/* Rows layer il keeps: a window's ring when it has one and it is smaller. */
+static int64_t layer_rows(const adil_kv_shape *s, int64_t il) {
+    const int64_t w = s->window[il];
+    if (!s->ring || w <= 0 || w >= s->n_ctx || s->n_batch >= s->n_ctx - w) return s->n_ctx;
+    return w + s->n_batch;
 }
 
-adil_status adil_kv_cache_init(adil_kv_cache *kv, adil_kv_type type, int64_t n_layer, int64_t n_ctx,
-                               int64_t k_width, int64_t v_width) {
+/* Σ rows over the layers, or 0 when the bytes of the keys and values (at
+ * most 4 bytes an element) overflow size_t. */
+static uint64_t total_rows(const adil_kv_shape *s) {
+    if ((uint64_t)s->n_ctx > UINT32_MAX || s->n_layer > INT32_MAX) return 0;
+    uint64_t n = 0; /* < 2^31 layers * 2^32 rows */
+    for (int64_t il = 0; il < s->n_layer; il++) n += (uint64_t)layer_rows(s, il);
+    const uint64_t widest = (uint64_t)(s->k_width > s->v_width ? s->k_width : s->v_width);
+    if (widest > SIZE_MAX / 8) return 0;
+    return n > SIZE_MAX / 8 / widest ? 0 : n; /* n * 2 widths * 4 bytes fits */
+}
+
+uint64_t adil_kv_cache_bytes(const adil_kv_shape *s) {
+    if (!shape_ok(s)) return UINT64_MAX;
+    const uint64_t n = total_rows(s);
+    if (!n) return UINT64_MAX;
+    return n * (uint64_t)(s->k_width + s->v_width) * adil_kv_type_size(s->type);
+}
+
+/* The per-layer rows and starts of kv for shape s. */
+static adil_status layout(adil_kv_cache *kv, const adil_kv_shape *s) {
+    kv->rows = malloc((size_t)s->n_layer * sizeof *kv->rows);
+    kv->start = malloc((size_t)s->n_layer * sizeof *kv->start);
+    if (!kv->rows || !kv->start) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "kv cache: out of memory");
+    size_t at = 0;
+    kv->ring = s->n_ctx;
+    for (int64_t il = 0; il < s->n_layer; il++) {
+        kv->rows[il] = layer_rows(s, il);
+        kv->start[il] = at;
+        at += (size_t)kv->rows[il];
+        if (kv->rows[il] < s->n_ctx) {
+            kv->ring = kv->rows[il];
+            kv->window = s->window[il];
+        }
+    }
+    return ADIL_OK;
+}
+
+adil_status adil_kv_cache_init(adil_kv_cache *kv, const adil_kv_shape *s) {
     memset(kv, 0, sizeof *kv);
-    if (n_layer <= 0 || n_ctx <= 0 || k_width <= 0 || v_width <= 0)
+    if (!shape_ok(s) || s->n_layer > INT32_MAX)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "kv cache: expected positive sizes, got layers %lld, n_ctx %lld, "
+                         "kv cache: expected positive sizes, got layers %lld, n_ctx %lld, n_batch %lld, "
                          "widths %lld/%lld",
-                         (long long)n_layer, (long long)n_ctx, (long long)k_width, (long long)v_width);
-    const size_t size = adil_kv_type_size(type);
-    size_t nk = cache_elems(n_layer, n_ctx, k_width, size);
-    size_t nv = cache_elems(n_layer, n_ctx, v_width, size);
-    if (!nk || !nv)
+                         (long long)s->n_layer, (long long)s->n_ctx, (long long)s->n_batch,
+                         (long long)s->k_width, (long long)s->v_width);
+    const uint64_t bytes = adil_kv_cache_bytes(s);
+    if (bytes == UINT64_MAX)
         return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "kv cache: size of %lld positions overflows",
-                         (long long)n_ctx);
+                         (long long)s->n_ctx);
+    adil_status st = layout(kv, s);
+    const size_t n = (size_t)total_rows(s), size = adil_kv_type_size(s->type);
     /* malloc, not calloc: rows are written before they are read, and the
      * pages of an unused tail of the window are never touched. */
-    kv->k = malloc(nk * size);
-    kv->v = malloc(nv * size);
-    if (!kv->k || !kv->v) {
-        adil_kv_cache_free(kv);
-        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "kv cache: cannot allocate %.1f MiB for %lld positions",
-                         (double)(nk + nv) * (double)size / 1048576.0, (long long)n_ctx);
+    if (st == ADIL_OK) {
+        kv->k = malloc(n * (size_t)s->k_width * size);
+        kv->v = malloc(n * (size_t)s->v_width * size);
+        if (!kv->k || !kv->v)
+            st = adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "kv cache: cannot allocate %.1f MiB for %lld positions",
+                           (double)bytes / 1048576.0, (long long)s->n_ctx);
     }
-    kv->type = type;
-    kv->n_ctx = n_ctx;
-    kv->n_layer = n_layer;
-    kv->k_width = k_width;
-    kv->v_width = v_width;
+    if (st != ADIL_OK) {
+        adil_kv_cache_free(kv);
+        return st;
+    }
+    kv->type = s->type;
+    kv->n_ctx = s->n_ctx;
+    kv->n_layer = s->n_layer;
+    kv->k_width = s->k_width;
+    kv->v_width = s->v_width;
     return ADIL_OK;
 }
 
 void adil_kv_cache_free(adil_kv_cache *kv) {
     free(kv->k);
     free(kv->v);
+    free(kv->rows);
+    free(kv->start);
     memset(kv, 0, sizeof *kv);
 }
 
@@ -86,7 +125,21 @@ static void store_row(const adil_kv_cache *kv, void *dst, const float *src, int6
 }
 
 void adil_kv_store(adil_kv_cache *kv, int64_t il, int64_t pos0, int64_t T, const float *k, const float *v) {
-    /* rows of one layer are consecutive, so a batch is one run of each */
-    store_row(kv, adil_kv_k(kv, il, pos0), k, T * kv->k_width);
-    store_row(kv, adil_kv_v(kv, il, pos0), v, T * kv->v_width);
+    /* consecutive positions are consecutive rows until a ring wraps: store
+     * runs up to the end of the layer's rows */
+    for (int64_t t = 0; t < T;) {
+        const int64_t row = (pos0 + t) % kv->rows[il];
+        const int64_t run = T - t < kv->rows[il] - row ? T - t : kv->rows[il] - row;
+        store_row(kv, adil_kv_k(kv, il, pos0 + t), k + t * kv->k_width, run * kv->k_width);
+        store_row(kv, adil_kv_v(kv, il, pos0 + t), v + t * kv->v_width, run * kv->v_width);
+        t += run;
+    }
+}
+
+bool adil_kv_cache_keeps(const adil_kv_cache *kv, int64_t n_keep, int64_t high) {
+    if (kv->ring >= kv->n_ctx || n_keep == 0) return true;
+    /* the oldest position the next query needs, and the lowest one the ring
+     * has not overwritten since */
+    const int64_t oldest = n_keep - kv->window + 1 > 0 ? n_keep - kv->window + 1 : 0;
+    return oldest >= high - kv->ring;
 }

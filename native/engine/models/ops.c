@@ -204,6 +204,7 @@ static void att_tile(const att_job *j, int64_t item, float *scratch) {
         .v = (const char *)adil_kv_v(kv, j->il, 0) +
              (size_t)(g * hp->head_dim_v) * adil_kv_type_size(kv->type),
         .v_stride = (size_t)kv->v_width,
+        .ring = kv->rows[j->il],
         .head_dim = hp->head_dim,
         .head_dim_v = hp->head_dim_v,
         .scale = j->scale,

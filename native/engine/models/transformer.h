@@ -202,20 +202,27 @@ typedef struct adil_forward {
     void *stop_user;
 } adil_forward;
 
+/* How a context keeps its KV cache: element type, and whether
+ * sliding-window layers get rings (kv_cache.h). */
+typedef struct adil_kv_opts {
+    adil_kv_type type;
+    bool ring;
+} adil_kv_opts;
+
 /* Sizes and allocates the state for `m` with a KV cache of n_ctx positions
- * of kv_type, batches of up to n_batch tokens, on `pool` (borrowed; may be
- * NULL). */
-adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, adil_kv_type kv_type,
-                              int64_t n_ctx, int64_t n_batch, adil_pool *pool);
+ * kept as `kv` says, batches of up to n_batch tokens, on `pool` (borrowed;
+ * may be NULL). */
+adil_status adil_forward_init(adil_forward *fw, const adil_transformer *m, adil_kv_opts kv, int64_t n_ctx,
+                              int64_t n_batch, adil_pool *pool);
 void adil_forward_free(adil_forward *fw);
 
 /* The bytes adil_forward_init allocates for these sizes with nth threads
  * (KV cache, activations, matmul scratch); UINT64_MAX when that overflows. */
-uint64_t adil_forward_bytes(const adil_transformer *m, adil_kv_type kv_type, int64_t n_ctx, int64_t n_batch,
+uint64_t adil_forward_bytes(const adil_transformer *m, adil_kv_opts kv, int64_t n_ctx, int64_t n_batch,
                             int nth);
 
 /* The bytes of the KV cache alone (part of adil_forward_bytes). */
-uint64_t adil_forward_kv_bytes(const adil_transformer *m, adil_kv_type kv_type, int64_t n_ctx);
+uint64_t adil_forward_kv_bytes(const adil_transformer *m, adil_kv_opts kv, int64_t n_ctx, int64_t n_batch);
 
 /* ---- architectures ------------------------------------------------------- */
 

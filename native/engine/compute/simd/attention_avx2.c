@@ -74,11 +74,12 @@ ADIL_INLINE __m256 dot_4x2(const float *const q[4], const void *const k[2], int6
 /* Pass 1: s[r * span + j] = q_r · k(f0 + j) * scale for every row and j < span. */
 ADIL_INLINE void scores(const adil_att_tile *t, int64_t f0, int64_t span, float *s, bool f16) {
     const int nr = t->n_rows;
+    const adil_att_rows rows = adil_att_rows_from(t, f0);
     for (int64_t j0 = 0; j0 < span; j0 += 2) {
         const void *kp[2];
         for (int j = 0; j < 2; j++) { /* a short last block repeats its last key */
             const int64_t jj = j0 + j < span ? j0 + j : span - 1;
-            kp[j] = kv_row(t->k, (size_t)(f0 + jj) * t->k_stride, f16);
+            kp[j] = kv_row(t->k, adil_att_row(&rows, f0 + jj) * t->k_stride, f16);
         }
         for (int r0 = 0; r0 < nr; r0 += 4) {
             const float *qp[4];
@@ -130,12 +131,12 @@ static float softmax(float *x, int64_t n, const float *sink) {
 
 /* Pass 3 for R rows and output dims [d0, d0 + 16), in key order. */
 ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span, int64_t f0,
-                         int64_t d0, const float *inv, bool f16) {
+                         const adil_att_rows *rows, int64_t d0, const float *inv, bool f16) {
     const __m256i m0 = lanes(t->head_dim_v - d0), m1 = lanes(t->head_dim_v - d0 - 8);
     __m256 acc[4][2];
     for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t j = 0; j < span; j++) {
-        const void *v = kv_row(t->v, (size_t)(f0 + j) * t->v_stride, f16);
+        const void *v = kv_row(t->v, adil_att_row(rows, f0 + j) * t->v_stride, f16);
         const __m256 v0 = load8(v, d0, t->head_dim_v - d0, f16);
         const __m256 v1 = load8(v, d0 + 8, t->head_dim_v - d0 - 8, f16);
         for (int r = 0; r < R; r++) {
@@ -153,20 +154,21 @@ ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, 
 
 ADIL_INLINE void pv(const adil_att_tile *t, const float *p, int64_t span, int64_t f0, const float *inv,
                     bool f16) {
+    const adil_att_rows rows = adil_att_rows_from(t, f0);
     for (int64_t d0 = 0; d0 < t->head_dim_v; d0 += 16) {
         for (int r0 = 0; r0 < t->n_rows; r0 += 4) {
             switch (t->n_rows - r0) {
             case 1:
-                pv_rows(t, 1, r0, p, span, f0, d0, inv, f16);
+                pv_rows(t, 1, r0, p, span, f0, &rows, d0, inv, f16);
                 break;
             case 2:
-                pv_rows(t, 2, r0, p, span, f0, d0, inv, f16);
+                pv_rows(t, 2, r0, p, span, f0, &rows, d0, inv, f16);
                 break;
             case 3:
-                pv_rows(t, 3, r0, p, span, f0, d0, inv, f16);
+                pv_rows(t, 3, r0, p, span, f0, &rows, d0, inv, f16);
                 break;
             default:
-                pv_rows(t, 4, r0, p, span, f0, d0, inv, f16);
+                pv_rows(t, 4, r0, p, span, f0, &rows, d0, inv, f16);
                 break;
             }
         }
