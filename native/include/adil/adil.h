@@ -414,9 +414,14 @@ ADIL_API void adil_context_default_params(adil_context_params *out);
  * allocates the KV cache and activations here: ADIL_STATUS_INVALID_ARGUMENT
  * for an n_ctx over 2^20, ADIL_STATUS_OUT_OF_MEMORY (message with the bytes)
  * when they need more memory than the machine has or cannot be allocated.
- * The CPU engine stores keys and values as IEEE half (what llama.cpp does);
- * the environment variable ADIL_KV_TYPE=f32, read here at each call, makes
- * this context keep them in f32 instead (a reference for tests).
+ * The CPU engine stores keys and values as IEEE half (what llama.cpp does),
+ * and a sliding-window layer keeps only its window + n_batch positions, in
+ * a ring.  The environment variables ADIL_KV_TYPE=f32 (f32 elements) and
+ * ADIL_KV_RING=0 (every layer keeps n_ctx positions), read here at each
+ * call, make this context keep its cache the reference way, for tests.  A
+ * prompt that shares a prefix with the cached tokens reuses it unless a ring
+ * has since overwritten rows that prefix's window needs (then the prompt is
+ * evaluated from the start; adil_run_stats.n_cached_tokens says which).
  * Free *out with adil_context_free before its model. */
 ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_params *params,
                                       adil_context **out);
