@@ -18,6 +18,7 @@ import pytest
 from gguf import GGMLQuantizationType as T
 from gguf import quants
 from gguf_hooks import ADIL_OK, ADIL_STATUS_INVALID_ARGUMENT, Hooks, hooks
+from reference_forward import round_q8_0, round_q8_k
 
 DOT_BUDGET_SAME_MATH = 1e-5
 DOT_BUDGET_Q8 = 2e-2
@@ -189,6 +190,33 @@ def test_q8_1_quantize(lib: Hooks) -> None:
     x = rng.standard_normal(1024).astype(np.float32) * 5
     x[64:96] = 0.0
     np.testing.assert_array_equal(lib.quantize(T.Q8_1, x), reference_q8_1(x))
+
+
+def near_tie_rows(rng: np.random.Generator) -> np.ndarray:
+    """8 blocks of 256 whose largest magnitude is 127 (Q8_0's and Q8_K's scale is
+    then 1 or -1, exact), so every value is its own level: halves k + 1/2, their
+    float neighbours, 0.49999997; then the same rows times 2^-10 (exact) and times
+    3 (1 / d inexact, so the rounding of the products decides)."""
+    halves = rng.integers(-127, 127, size=2048).astype(np.float32) + np.float32(0.5)
+    side = rng.integers(0, 3, size=2048)  # the half itself, the float below, above
+    x = np.where(side == 0, halves, np.nextafter(halves, np.where(side == 1, -np.inf, np.inf)))
+    x[::29] = np.float32(0.49999997) * np.where(rng.integers(0, 2, x[::29].size) == 0, -1, 1)
+    x[::32] = np.float32(127)  # each 32 (and so each 256) holds 127
+    x = x.astype(np.float32)
+    return np.concatenate([x, x * np.float32(2**-10), x * np.float32(3)])
+
+
+@pytest.mark.parametrize("qtype", (T.Q8_0, T.Q8_K), ids=lambda t: t.name)
+def test_reference_forward_rounds_as_the_engine(lib: Hooks, qtype: T) -> None:
+    """reference_forward.round_q8_0 / round_q8_k (the rounding reference of the
+    logits tests) give the engine's quantized activations bit for bit, near
+    rounding ties too: the only difference left between that reference and the
+    engine is the float32 rounding of the inputs themselves."""
+    rng = np.random.default_rng(10)
+    x = np.concatenate([near_tie_rows(rng), rng.standard_normal(2048).astype(np.float32) * 3])
+    want = lib.dequantize(qtype, lib.quantize(qtype, x), x.size)
+    got = (round_q8_0 if qtype == T.Q8_0 else round_q8_k)(x)
+    np.testing.assert_array_equal(got, want.astype(np.float64))
 
 
 def quantized_activation(lib: Hooks, qtype: T, x: np.ndarray) -> np.ndarray:
