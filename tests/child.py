@@ -4,12 +4,20 @@ hang fails one test with its output instead of taking pytest down."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def sigint_as_at_a_terminal() -> None:
+    """For a child's preexec_fn: SIGINT back to its default.  A test run
+    started from a background job inherits SIGINT ignored, and a Python
+    started so installs no KeyboardInterrupt handler: nothing to test."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_child(code: str, *, prelude: str = "", timeout: float = 120,
@@ -24,7 +32,8 @@ def run_child(code: str, *, prelude: str = "", timeout: float = 120,
     try:
         done = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(prelude) + textwrap.dedent(code), *args],
-            capture_output=True, text=True, timeout=timeout, env=env)
+            capture_output=True, text=True, timeout=timeout, env=env,
+            preexec_fn=sigint_as_at_a_terminal)
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(
             f"the child hung for {timeout} s\nstdout: {exc.stdout!r}\nstderr: {exc.stderr!r}"

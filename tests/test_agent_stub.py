@@ -454,8 +454,10 @@ def test_retries_never_exceed_the_total_deadline(stub_model: LoadScript) -> None
 
 
 def test_concurrent_generation_on_one_model_is_busy_and_retried(stub_model: LoadScript) -> None:
+    # paced for about a second: the direct call below must meet a's run even
+    # when this thread waits for a core (a 190 ms run was over first under load)
     model = stub_model({"turns": [{"text": "first answer, paced"},
-                                  {"text": "second answer, paced"}], "token_delay_ms": 10})
+                                  {"text": "second answer, paced"}], "token_delay_ms": 50})
     signalling = Signalling(model)
     a, b = Agent(signalling, retry=FAST_RETRY), Agent(model, retry=FAST_RETRY)
     handle = a.start("one")

@@ -11,11 +11,8 @@ import pytest
 from child import run_child
 
 # Waits until the step thread of a generation runs, then sends SIGINT once.
-# Python's own SIGINT handler first: a child started from a background job
-# inherits SIGINT ignored, and Python then installs none (no Ctrl-C to test).
 INTERRUPT_DURING_FIRST_STEP = """
     import os, signal, threading, time
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     def interrupt_during_first_step(after=0.2):
         def go():
             while not any(t.name == "adil-step" for t in threading.enumerate()):

@@ -343,7 +343,7 @@ def _smollm2(engine: adil.Engine) -> adil.Model:
 
 def test_smollm2_answers_the_capital_of_france() -> None:
     with adil.Engine.open() as engine, _smollm2(engine) as model:
-        messages = [{"role": "user", "content": "What is the capital of France?"}]
+        messages = [{"role": "user", "content": "Name the capital of France."}]
         resp = model.chat(messages, temperature=0, max_tokens=48)
         assert "Paris" in resp.text, resp.text
         assert resp.finish_reason == "stop"

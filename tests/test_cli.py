@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from child import sigint_as_at_a_terminal
 from gguf import GGMLQuantizationType as T
 from make_tiny_models import model_path, write_tiny_model
 
@@ -172,6 +173,7 @@ def test_ctrl_c_during_generation(tiny: Path) -> None:
         [sys.executable, "-m", "adil", "generate", "--model", str(tiny), "--context-length",
          "8192", "--max-tokens", "8000", "hi"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=sigint_as_at_a_terminal,
     )
     assert process.stdout is not None
     process.stdout.read(1)  # generating

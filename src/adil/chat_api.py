@@ -1,6 +1,6 @@
 """``model.chat``: OpenAI-style chat on a loaded model.
 
-    resp = model.chat([{"role": "user", "content": "What is the capital of France?"}])
+    resp = model.chat([{"role": "user", "content": "Name the capital of France."}])
     resp.text, resp.finish_reason, resp.usage
 
 The conversation is rendered with the model's chat template (see
