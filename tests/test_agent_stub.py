@@ -64,6 +64,8 @@ class Signalling:
     def __init__(self, model: adil.Model) -> None:
         self.model = model
         self.started = threading.Event()
+        self.proceed = threading.Event()  # cleared: generate() waits, its run open
+        self.proceed.set()
 
     def render_chat(self, messages: Sequence[dict[str, str]],
                     add_generation_prompt: bool = True, *, deadline: Any = None) -> str:
@@ -76,6 +78,7 @@ class Signalling:
     def generate(self, prompt: str, **kwargs: Any) -> adil.Generation:
         generation = self.model.generate(prompt, **kwargs)
         self.started.set()
+        assert self.proceed.wait(30)
         return generation
 
 
@@ -459,11 +462,15 @@ def test_concurrent_generation_on_one_model_is_busy_and_retried(stub_model: Load
     model = stub_model({"turns": [{"text": "first answer, paced"},
                                   {"text": "second answer, paced"}], "token_delay_ms": 50})
     signalling = Signalling(model)
+    signalling.proceed.clear()  # a's run stays open until the direct call was made
     a, b = Agent(signalling, retry=FAST_RETRY), Agent(model, retry=FAST_RETRY)
     handle = a.start("one")
     assert signalling.started.wait(5)
-    with pytest.raises(adil.BusyError):
-        model.generate("direct", max_tokens=4)  # the engine serves one at a time
+    try:
+        with pytest.raises(adil.BusyError):
+            model.generate("direct", max_tokens=4)  # the engine serves one at a time
+    finally:
+        signalling.proceed.set()
     outcome_b = b.run("two")  # busy at first, retried until a finishes
     outcome_a = handle.result(timeout=10)
     assert {outcome_a.text, outcome_b.text} == {"first answer, paced", "second answer, paced"}

@@ -585,6 +585,11 @@ class Model:
         if options.speculative:  # never set for an engine before 2.3 (it reads no such field)
             params.speculative = options.speculative
         keep.append(params)
+        # At once, not after waiting for the call lock: a generation stepping
+        # on another thread takes that lock for every step and may take it
+        # again before this thread gets it, until its whole run has ended.
+        if self._serving():
+            raise BusyError("the model already serves a generation (one at a time)")
         with self._calls:
             self._reap()
             if self._run_out[0] != ffi.NULL:
@@ -619,6 +624,13 @@ class Model:
         with self._cancel_lock:
             if self._run_is(serial):
                 self._lib.adil_run_cancel(self._run_out[0])
+
+    def _serving(self) -> bool:
+        """True while a live Generation owns the model's run (read without
+        the call lock: a run that ends meanwhile is seen under it)."""
+        owner = self._run_owner() if self._run_owner is not None else None
+        return (self._run_out[0] != ffi.NULL and owner is not None
+                and owner._owns(self._run_serial))
 
     def _reap(self) -> None:
         """Frees a run whose Generation is gone: one an exception (Ctrl-C)
