@@ -636,8 +636,7 @@ class Model:
         """Frees a run whose Generation is gone: one an exception (Ctrl-C)
         cut off before a Generation took it, or whose Generation was
         collected without freeing it.  Called under the call lock."""
-        owner = self._run_owner() if self._run_owner is not None else None
-        if self._run_out[0] != ffi.NULL and (owner is None or not owner._owns(self._run_serial)):
+        if self._run_out[0] != ffi.NULL and not self._serving():
             self._free_run(self._run_serial)
             self._run_owner = None
             self._run_keep = []

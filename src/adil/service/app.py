@@ -71,6 +71,10 @@ T = TypeVar("T")
 R = TypeVar("R", bound=Iterator[Any])
 
 JSON_TYPE = "application/json"
+# An SSE comment sent on a stream silent for PING_INTERVAL seconds (proxies
+# keep the connection open; a client's read clock runs on).
+PING = b": ping\n\n"
+PING_INTERVAL = 10.0
 
 
 class ServiceContext(Protocol):
@@ -425,8 +429,8 @@ class StreamingResponse:
     status: int = 200
     media_type: str = "text/event-stream"
     headers: list[tuple[str, str]] = field(default_factory=list)
-    ping: bytes | None = b": ping\n\n"
-    ping_interval: float = 10.0
+    ping: bytes | None = PING
+    ping_interval: float = PING_INTERVAL
     on_close: Callable[[], Awaitable[None]] | None = None
     # True: `body` sends its own pings and ends by itself soon after the
     # client goes away (a RunPump's stream: the pump stops its run then), so

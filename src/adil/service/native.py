@@ -22,7 +22,16 @@ from ..errors import AdilError, InvalidArgumentError
 from ..generation import Generation, Piece, TokenLogprob
 from ..sampling import DEFAULT_SAMPLING
 from ..timeouts import Timeout
-from .app import Request, Response, Router, RunPump, StreamingResponse, sse_event
+from .app import (
+    PING,
+    PING_INTERVAL,
+    Request,
+    Response,
+    Router,
+    RunPump,
+    StreamingResponse,
+    sse_event,
+)
 from .errors_http import error_body
 
 if TYPE_CHECKING:
@@ -33,10 +42,6 @@ __all__ = ["routes"]
 routes = Router()
 PREFIX = "/adil/v1"
 DEFAULT_MAX_TOKENS = 256
-# A streamed generation silent for this long sends a comment (proxies keep
-# the connection open; the client's read clock runs on, see adil.Client).
-PING_INTERVAL = StreamingResponse.ping_interval
-PING: bytes = StreamingResponse.ping or b": ping\n\n"
 # How long a streamed generation's response head waits for the first piece,
 # to go out with it in one write (a longer prefill: the head goes alone).
 HEAD_WAIT = 0.005

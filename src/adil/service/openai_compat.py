@@ -52,7 +52,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import AdilError, CapabilityError, InvalidArgumentError
-from .app import Request, Response, Router, RunPump, StreamingResponse, sse_event
+from .app import (
+    PING,
+    PING_INTERVAL,
+    Request,
+    Response,
+    Router,
+    RunPump,
+    StreamingResponse,
+    sse_event,
+)
 from .errors_http import error_body
 
 if TYPE_CHECKING:
@@ -74,9 +83,6 @@ __all__ = [
 ]
 
 DONE = sse_event("[DONE]")
-# A stream silent for this long sends a comment (proxies keep it open).
-PING_INTERVAL = StreamingResponse.ping_interval
-PING: bytes = StreamingResponse.ping or b": ping\n\n"
 R = TypeVar("R", bound=Iterator[Any])
 COMPLETION_DEFAULT_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
 
