@@ -23,6 +23,32 @@ INTERRUPT_DURING_FIRST_STEP = """
 """
 
 
+# A fake engine library whose step sends two SIGINTs, the second once the
+# first cancelled it (adil_run_cancel, called by the step's SIGINT handler);
+# the step answers 1 when a cancel did not come within `wait` seconds.
+TWO_SIGINTS_A_STEP = """
+    import os, signal, threading
+    from adil.generation import _step_interruptibly
+
+    class Lib:
+        def __init__(self, wait=30):
+            self.cancels = 0
+            self.wait = wait
+            self.seen = threading.Condition()
+        def adil_run_cancel(self, run):
+            with self.seen:
+                self.cancels += 1
+                self.seen.notify_all()
+        def adil_run_step(self, run, buffer, capacity, n_out):
+            for n in (1, 2):
+                os.kill(os.getpid(), signal.SIGINT)
+                with self.seen:
+                    if not self.seen.wait_for(lambda: self.cancels >= n, timeout=self.wait):
+                        return 1
+            return 0
+"""
+
+
 def _script(tmp_path: Path, script: dict[str, object]) -> str:
     path = tmp_path / "script.json"
     path.write_text(json.dumps(script))
@@ -151,25 +177,7 @@ def test_each_sigint_of_a_step_reaches_the_handler() -> None:
     handler (adil chat leaves on a second Ctrl-C), each even when the first
     raised; the last exception propagates with the first as its context.
     The fake step sends them itself, each once the one before was seen."""
-    out = run_child("""
-        import os, signal, threading
-        from adil.generation import _step_interruptibly
-
-        class Lib:
-            def __init__(self):
-                self.cancels = 0
-                self.seen = threading.Condition()
-            def adil_run_cancel(self, run):  # called by the step's SIGINT handler
-                with self.seen:
-                    self.cancels += 1
-                    self.seen.notify_all()
-            def adil_run_step(self, run, buffer, capacity, n_out):
-                for n in (1, 2):
-                    os.kill(os.getpid(), signal.SIGINT)
-                    with self.seen:
-                        assert self.seen.wait_for(lambda: self.cancels >= n, timeout=30)
-                return 0
-
+    out = run_child(prelude=TWO_SIGINTS_A_STEP, code="""
         calls = []
         def counting(signum, frame):
             calls.append(signum)
@@ -187,6 +195,7 @@ def test_each_sigint_of_a_step_reaches_the_handler() -> None:
         signal.signal(signal.SIGINT, raising)
         calls.clear()
         status, deliver = _step_interruptibly(Lib(), None, None, 1, None)
+        assert status == 0
         try:
             deliver()
             raise SystemExit("no KeyboardInterrupt")
@@ -205,30 +214,11 @@ def test_a_sigint_just_before_the_wait_still_cancels_the_step() -> None:
     above then failed after 30 s, about 1 run in 10 on a loaded machine).
     Steps that send a second SIGINT as soon as the first cancelled them, 300
     times: each second cancel comes within a second."""
-    out = run_child("""
-        import os, signal, threading
-        from adil.generation import _step_interruptibly
-
-        class Lib:
-            def __init__(self):
-                self.cancels = 0
-                self.seen = threading.Condition()
-            def adil_run_cancel(self, run):
-                with self.seen:
-                    self.cancels += 1
-                    self.seen.notify_all()
-            def adil_run_step(self, run, buffer, capacity, n_out):
-                for n in (1, 2):
-                    os.kill(os.getpid(), signal.SIGINT)
-                    with self.seen:
-                        if not self.seen.wait_for(lambda: self.cancels >= n, timeout=1):
-                            return 1
-                return 0
-
+    out = run_child(prelude=TWO_SIGINTS_A_STEP, code="""
         signal.signal(signal.SIGINT, lambda signum, frame: None)
         late = 0
         for _ in range(300):
-            status, deliver = _step_interruptibly(Lib(), None, None, 1, None)
+            status, deliver = _step_interruptibly(Lib(wait=1), None, None, 1, None)
             late += status
             if deliver is not None:
                 deliver()
