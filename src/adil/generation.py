@@ -267,10 +267,15 @@ class Generation(Iterator[Piece]):
         Python's default handler only raises KeyboardInterrupt, which one
         signal does as well as two: those steps stay on this thread."""
         first, self._stepped = not self._stepped, True
+        # The first step returns with the first token: the engine ends a
+        # step once its budget (20 ms) has passed, so a prefill just under
+        # the budget would otherwise decode a second token (another forward
+        # pass) before the caller saw the first one.
+        capacity = 1 if first else self._capacity
         handler = _python_sigint_handler()
         if handler is not None and (first or handler is not signal.default_int_handler):
-            return _step_interruptibly(self._lib, run, self._buffer, self._capacity, self._n_out)
-        return self._lib.adil_run_step(run, self._buffer, self._capacity, self._n_out), None
+            return _step_interruptibly(self._lib, run, self._buffer, capacity, self._n_out)
+        return self._lib.adil_run_step(run, self._buffer, capacity, self._n_out), None
 
     def _take(self, status: int) -> Piece | None:
         tokens = tuple(int(t) for t in self._buffer[0 : self._n_out[0]])
