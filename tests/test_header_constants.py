@@ -94,13 +94,14 @@ def test_every_stop_reason_has_its_name() -> None:
 def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> None:
     """Every ADIL_SIZE_2_<minor>_* of the header, as the binding computes it."""
     # every minor that appended fields (2.4 appended a function only)
-    assert set(LAST_FIELDS) == {0, 1, 2, 3}
+    assert set(LAST_FIELDS) == {0, 1, 2, 3, 5}
     assert set(LAST_FIELDS) <= set(range(int(CONSTANTS["ADIL_ABI_MINOR"]) + 1))
     assert LAST_FIELDS[1] == {"adil_component_info": "capabilities",
                               "adil_run_stats": "grammar_ms"}
     assert LAST_FIELDS[2] == {"adil_run_params": "n_logprobs"}
     assert LAST_FIELDS[3] == {"adil_run_params": "speculative",
                               "adil_run_stats": "n_draft_accepted"}
+    assert LAST_FIELDS[5] == {"adil_model_info": "decode_bytes"}
     for minor, fields in LAST_FIELDS.items():
         for struct in fields:
             assert SIZES[minor][struct] == compiled[f"2.{minor} {struct}"], (minor, struct)
@@ -113,6 +114,7 @@ def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> No
     assert SIZES[2]["adil_run_params"] == ffi.offsetof("adil_run_params", "n_logprobs") + 4
     assert SIZES[3]["adil_run_params"] == ffi.sizeof("adil_run_params")
     assert SIZES[3]["adil_run_stats"] == ffi.sizeof("adil_run_stats")
+    assert SIZES[5]["adil_model_info"] == ffi.sizeof("adil_model_info")
 
 
 def test_functions_of_later_minors_are_marked() -> None:

@@ -12,7 +12,13 @@ import gguf
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as T
-from make_tiny_models import _write_hparams, _write_tokenizer, spec_for, write_weights
+from make_tiny_models import (
+    _write_hparams,
+    _write_tokenizer,
+    spec_for,
+    write_tiny_model,
+    write_weights,
+)
 from reference_forward import reference_logits
 from test_model_logits import TOL_FLOAT, assert_close, exact_kv_cache, prompt_ids
 
@@ -85,3 +91,55 @@ def test_unsupported_architecture_lists_qwen3moe(engine: adil.Engine, tmp_path: 
     w.close()
     with pytest.raises(adil.CapabilityError, match=r"supported: .*qwen3moe"):
         engine.load_model(path)
+
+
+def expected_decode_bytes(path: Path) -> tuple[int, int]:
+    """(all tensor bytes, bytes one decoded token reads) of a file, from the
+    gguf package's reader (an oracle independent of the engine's loader):
+    expert tensors count n_expert_used / n_expert (per layer, rounded down
+    as the engine does), a token embedding with a separate output head one row."""
+    reader = gguf.GGUFReader(str(path))
+    arch = str(bytes(reader.fields["general.architecture"].parts[-1]), "utf-8")
+
+    def count(key: str) -> int:
+        field = reader.fields.get(f"{arch}.{key}")
+        return int(field.parts[-1][0]) if field is not None else 0
+
+    n_expert, n_used = count("expert_count"), count("expert_used_count")
+    tensors = {t.name: t for t in reader.tensors}
+    total = sum(int(t.n_bytes) for t in tensors.values())
+    read = total
+    if n_expert:
+        layers = {name.split(".")[1] for name in tensors if name.endswith("_exps.weight")}
+        for layer in layers:
+            experts = sum(int(tensors[f"blk.{layer}.ffn_{p}_exps.weight"].n_bytes)
+                          for p in ("gate", "up", "down"))
+            read -= experts // n_expert * (n_expert - n_used)
+    if "output.weight" in tensors:
+        embd = tensors["token_embd.weight"]
+        read -= int(embd.n_bytes) - int(embd.n_bytes) // int(embd.shape[1])
+    return total, read
+
+
+@pytest.mark.parametrize("arch", ["qwen3moe", "gpt-oss", "llama"])
+def test_decode_bytes_counts_the_routed_experts(engine: adil.Engine, tmp_path: Path,
+                                                arch: str) -> None:
+    """Model.info.decode_bytes (ABI 2.5), what `adil bench`'s ceiling divides
+    by: a mixture of experts reads only its routed experts' share per token."""
+    path = tmp_path / f"{arch}.gguf"
+    write_tiny_model(path, arch, T.Q8_0)
+    total, read = expected_decode_bytes(path)
+    with engine.load_model(path) as model:
+        assert (model.info.size_bytes, model.info.decode_bytes) == (total, read)
+    assert (read < total) if arch != "llama" else (read <= total)
+
+
+def test_decode_bytes_is_none_before_abi_2_5(variant_libraries: dict[str, str],
+                                             write_script: Callable[[dict[str, object]], str]
+                                             ) -> None:
+    with adil.Engine.open(library=variant_libraries["abi2_2"]) as old, \
+            old.load_model(write_script({"turns": [{"text": "x"}]})) as model:
+        assert model.info.decode_bytes is None
+    with adil.Engine.open(library=variant_libraries["abi2_6"]) as later, \
+            later.load_model(write_script({"turns": [{"text": "x"}]})) as model:
+        assert model.info.decode_bytes == 0  # the stub has no weights

@@ -4,7 +4,7 @@
  * Build-time variants (test-only, see CMakeLists.txt) change only what the
  * version handshake reports:
  *   STUB_ABI_MAJOR / STUB_ABI_MINOR   the ABI version reported (default adil.h's);
- *                                     a minor before 2.3, 2.2 or 2.1 also reports the
+ *                                     a minor before 2.5, 2.3, 2.2 or 2.1 also reports the
  *                                     sizes and capabilities an engine of that
  *                                     minor has (no fields or capabilities of a
  *                                     later one) and reads no later field
@@ -41,7 +41,7 @@
 #    define STUB_SIZE_SHORT 0
 #endif
 
-/* The sizes of the structs that 2.1, 2.2 and 2.3 appended to, and the
+/* The sizes of the structs that 2.1, 2.2, 2.3 and 2.5 appended to, and the
  * capabilities, as the reported minor has them. */
 #if STUB_ABI_MINOR == 0
 #    define STUB_SIZEOF_COMPONENT_INFO ADIL_SIZE_2_0_COMPONENT_INFO
@@ -62,6 +62,12 @@
 #else
 #    define STUB_SIZEOF_RUN_PARAMS sizeof(adil_run_params)
 #    define STUB_CAPABILITIES      "grammar,logprobs,lookup"
+#endif
+
+#if STUB_ABI_MINOR < 5
+#    define STUB_SIZEOF_MODEL_INFO ADIL_SIZE_2_0_MODEL_INFO
+#else
+#    define STUB_SIZEOF_MODEL_INFO sizeof(adil_model_info)
 #endif
 
 /* The byte-level vocabulary: ids 0..255 are bytes, then two specials. */

@@ -90,9 +90,11 @@ ADIL_API adil_status adil_model_get_info(const adil_model *model, adil_model_inf
         .n_params = 0,
         .size_bytes = 0,
         .n_threads = model->n_threads,
+        .decode_bytes = 0,
     };
-    adil_status st =
-        adil_copy_out(out, &info, sizeof info, ADIL_SIZE_2_0_MODEL_INFO, "adil_model_get_info: model info");
+    /* A variant of an earlier minor writes only the fields that minor has. */
+    adil_status st = adil_copy_out(out, &info, STUB_SIZEOF_MODEL_INFO, ADIL_SIZE_2_0_MODEL_INFO,
+                                   "adil_model_get_info: model info");
     if (st == ADIL_OK) adil_clear_error();
     return st;
 }

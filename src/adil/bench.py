@@ -1,6 +1,8 @@
 """Throughput benchmark: prefill and decode tokens/s, like llama-bench's
 pp and tg tests, plus the machine's read bandwidth and how close decode
-comes to the roofline it sets (every decoded token reads the weights once).
+comes to the roofline it sets (every decoded token reads the weights once:
+all of them for a dense model, the routed experts' share for a mixture of
+experts, ``Model.info.decode_bytes``).
 
     adil bench --model gemma3-270m --threads 2 --prompt-tokens 512 \
                --gen-tokens 128 --repetitions 5 [--schema FILE] [--json]
@@ -115,10 +117,20 @@ class BenchResult:
     context_length: int = 0
     kv_cache_bytes: int | None = None  # None: the engine cannot say (before ABI 2.4)
     peak_rss_bytes: int = 0
+    # bytes of weights one decoded token reads (Model.info.decode_bytes:
+    # a mixture of experts reads only its routed experts); None: the engine
+    # cannot say (before ABI 2.5), and the ceiling counts every weight
+    decode_bytes: int | None = None
+
+    @property
+    def bytes_per_token(self) -> int:
+        """The weights one decoded token reads: what the ceiling divides by."""
+        return self.decode_bytes or self.weight_bytes
 
     @property
     def decode_roofline_tokens_per_s(self) -> float:
-        return self.read_bandwidth_gb_per_s * 1e9 / self.weight_bytes if self.weight_bytes else 0.0
+        per_token = self.bytes_per_token
+        return self.read_bandwidth_gb_per_s * 1e9 / per_token if per_token else 0.0
 
     @property
     def decode_roofline_fraction(self) -> float:
@@ -234,7 +246,7 @@ def run_bench(
             grammar = _grammar_bench(model, constraint, repetitions)
         engine_name = f"{engine.info.engine_name} {engine.info.engine_version}"
         cpu_features, kernels = engine.info.cpu_features, engine.info.kernels
-        weight_bytes = model.info.size_bytes
+        weight_bytes, decode_bytes = model.info.size_bytes, model.info.decode_bytes
         n_ctx, kv_bytes = model.info.context_length, model.info.kv_cache_bytes
         peak = peak_rss_bytes()
     return BenchResult(
@@ -254,6 +266,7 @@ def run_bench(
         context_length=n_ctx,
         kv_cache_bytes=kv_bytes,
         peak_rss_bytes=peak,
+        decode_bytes=decode_bytes,
     )
 
 
@@ -326,7 +339,8 @@ def format_table(result: BenchResult) -> str:
     lines.insert(1, "-+-".join("-" * w for w in widths))
     lines += [
         "",
-        f"model: {result.model} ({result.weight_bytes / 1e6:.1f} MB of weights)",
+        f"model: {result.model} ({result.weight_bytes / 1e6:.1f} MB of weights, "
+        f"{result.bytes_per_token / 1e6:.1f} MB read per decoded token)",
         f"engine: {result.engine}, threads {result.threads}, kernels {result.kernels or '-'}, "
         f"CPU features: {','.join(result.cpu_features) or '-'}",
         f"read bandwidth: {result.read_bandwidth_gb_per_s:.1f} GB/s -> decode ceiling "

@@ -111,6 +111,10 @@ class ModelInfo:
     # and values of every layer for context_length positions); 0 for an
     # engine that keeps none (the stub), None for one before ABI 2.4
     kv_cache_bytes: int | None = None
+    # bytes of weights one decoded token reads (adil_model_info.decode_bytes:
+    # a mixture of experts counts the experts a token is routed through, on
+    # average); None for an engine before ABI 2.5, 0 for one without weights
+    decode_bytes: int | None = None
 
 
 class Engine:
@@ -308,6 +312,8 @@ class Model:
             n_params=raw.n_params,
             size_bytes=raw.size_bytes,
             threads=raw.n_threads,
+            decode_bytes=(int(raw.decode_bytes)
+                          if self._library.has_fields("adil_model_info", 5) else None),
         )
 
     def _kv_cache_bytes(self, threads: int | None, context_length: int | None) -> int:

@@ -3,7 +3,7 @@
  * with -DADIL_TEST_VARIANTS=ON next to libadil_stub.so) report what they are
  * meant to: ABI 1.0 and 3.0, a missing adil_run_step, a size_run_params 8
  * bytes smaller than 2.0, and a refusal of a major-2 host; and the four that
- * are to be accepted serve this host: a 2.5 handshake (a later minor) with
+ * are to be accepted serve this host: a 2.6 handshake (a later minor) with
  * 8 bytes appended to every struct, a 2.2 handshake without the 2.3 field
  * (no lookup), a 2.1 handshake without the 2.2 field
  * and function (no logprobs), and a 2.0 handshake whose structs end before
@@ -86,19 +86,19 @@ static void test_short_struct(void) {
     dlclose(handle);
 }
 
-/* Reports ABI 2.5 and every struct 8 bytes larger (appended fields of a
+/* Reports ABI 2.6 and every struct 8 bytes larger (appended fields of a
  * later minor); this host opens it with its own structs and it generates. */
-static void test_abi2_5(void) {
+static void test_abi2_6(void) {
     char path[600];
-    if (!variant_path("abi2_5", path, sizeof path)) return;
+    if (!variant_path("abi2_6", path, sizeof path)) return;
     stub_api api;
     if (!stub_api_open(&api, path)) {
         test_failures++;
         return;
     }
     const adil_component_info *info = api.component();
-    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 5));
-    CHECK(info->abi_major == 2 && info->abi_minor == 5);
+    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 6));
+    CHECK(info->abi_major == 2 && info->abi_minor == 6);
     CHECK(info->size_run_params == sizeof(adil_run_params) + 8);
     CHECK(info->size_model_info == sizeof(adil_model_info) + 8);
     CHECK(info->size_host_info == sizeof(adil_host_info) + 8);
@@ -229,7 +229,7 @@ int main(void) {
     test_abi_versions();
     test_missing_symbol();
     test_short_struct();
-    test_abi2_5();
+    test_abi2_6();
     test_abi2_2();
     test_abi2_1();
     test_abi2_0();

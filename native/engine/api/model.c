@@ -75,6 +75,7 @@ static adil_status fill_info(adil_model *m, const char *path) {
     info->n_params = m->tf.n_params;
     info->size_bytes = m->tf.n_bytes;
     info->n_threads = (uint32_t)adil_pool_n_threads(m->pool);
+    info->decode_bytes = m->tf.decode_bytes;
     return ADIL_OK;
 }
 

@@ -4,6 +4,8 @@
  */
 #include "models/loader.h"
 
+#include "compute/weight_types.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +112,32 @@ adil_status adil_bind_attn_biases(const gguf_file *f, adil_transformer *m, int i
     return adil_bind_vector(f, "blk.%d.attn_output.bias", il, L->wo.rows, a, &L->bo, &found);
 }
 
+static uint64_t weight_bytes(const adil_weight *w) {
+    return w->data ? (uint64_t)w->rows * adil_row_size(w->type, w->cols) : 0;
+}
+
+/* The bytes of weights one decoded token reads: every tensor, except that
+ * of each expert tensor only the n_expert_used / n_expert share a token is
+ * routed through (on average over tokens), and of a token embedding that is
+ * not also the output head one row. */
+static uint64_t decode_bytes(const adil_transformer *m, bool separate_output) {
+    uint64_t bytes = m->n_bytes;
+    for (int64_t il = 0; m->hp.n_expert > 0 && il < m->hp.n_layer; il++) {
+        const adil_layer *L = &m->layers[il];
+        const uint64_t experts =
+            weight_bytes(&L->ffn_gate_exps) + weight_bytes(&L->ffn_up_exps) + weight_bytes(&L->ffn_down_exps);
+        const uint64_t unused =
+            experts / (uint64_t)m->hp.n_expert * (uint64_t)(m->hp.n_expert - m->hp.n_expert_used);
+        bytes -= unused < bytes ? unused : bytes;
+    }
+    if (separate_output) {
+        const uint64_t embd = weight_bytes(&m->tok_embd),
+                       row = adil_row_size(m->tok_embd.type, m->tok_embd.cols);
+        if (embd > row && embd - row < bytes) bytes -= embd - row;
+    }
+    return bytes;
+}
+
 adil_status adil_load_end(const gguf_file *f, adil_transformer *m, adil_f32_arena *arena) {
     adil_status st =
         adil_bind_vector(f, "output_norm.weight", -1, m->hp.n_embd, arena, &m->output_norm, NULL);
@@ -126,6 +154,7 @@ adil_status adil_load_end(const gguf_file *f, adil_transformer *m, adil_f32_aren
         m->n_params += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
         m->n_bytes += t->n_bytes;
     }
+    m->decode_bytes = decode_bytes(m, separate);
     return ADIL_OK;
 }
 

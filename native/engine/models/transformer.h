@@ -139,6 +139,7 @@ typedef struct adil_transformer {
     float *owned;                   /* norm vectors, dequantized to f32 at load */
     uint64_t n_params;              /* elements of all tensors */
     uint64_t n_bytes;               /* bytes of all tensors */
+    uint64_t decode_bytes;          /* bytes one decoded token reads (adil_model_info.decode_bytes) */
 } adil_transformer;
 
 /* ---- the state a forward pass works in (one per context) ------------------ */
