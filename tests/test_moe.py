@@ -93,8 +93,9 @@ def test_unsupported_architecture_lists_qwen3moe(engine: adil.Engine, tmp_path: 
         engine.load_model(path)
 
 
-def expected_decode_bytes(path: Path) -> tuple[int, int]:
-    """(all tensor bytes, bytes one decoded token reads) of a file, from the
+def expected_decode_bytes(path: Path, elements: bool = False) -> tuple[int, int]:
+    """(all tensor bytes, bytes one decoded token reads) of a file — with
+    `elements`, (all tensor elements, the weights one token multiplies by) — from the
     gguf package's reader (an oracle independent of the engine's loader):
     expert tensors count n_expert_used / n_expert (per layer, rounded down
     as the engine does), a token embedding with a separate output head one row."""
@@ -107,17 +108,20 @@ def expected_decode_bytes(path: Path) -> tuple[int, int]:
 
     n_expert, n_used = count("expert_count"), count("expert_used_count")
     tensors = {t.name: t for t in reader.tensors}
-    total = sum(int(t.n_bytes) for t in tensors.values())
+
+    def size(name: str) -> int:
+        return int(tensors[name].n_elements if elements else tensors[name].n_bytes)
+
+    total = sum(size(name) for name in tensors)
     read = total
     if n_expert:
         layers = {name.split(".")[1] for name in tensors if name.endswith("_exps.weight")}
         for layer in layers:
-            experts = sum(int(tensors[f"blk.{layer}.ffn_{p}_exps.weight"].n_bytes)
-                          for p in ("gate", "up", "down"))
+            experts = sum(size(f"blk.{layer}.ffn_{p}_exps.weight") for p in ("gate", "up", "down"))
             read -= experts // n_expert * (n_expert - n_used)
     if "output.weight" in tensors:
-        embd = tensors["token_embd.weight"]
-        read -= int(embd.n_bytes) - int(embd.n_bytes) // int(embd.shape[1])
+        embd = size("token_embd.weight")
+        read -= embd - embd // int(tensors["token_embd.weight"].shape[1])
     return total, read
 
 
@@ -129,8 +133,10 @@ def test_decode_bytes_counts_the_routed_experts(engine: adil.Engine, tmp_path: P
     path = tmp_path / f"{arch}.gguf"
     write_tiny_model(path, arch, T.Q8_0)
     total, read = expected_decode_bytes(path)
+    n_params, multiplied = expected_decode_bytes(path, elements=True)
     with engine.load_model(path) as model:
         assert (model.info.size_bytes, model.info.decode_bytes) == (total, read)
+        assert (model.info.n_params, model.info.decode_params) == (n_params, multiplied)
     assert (read < total) if arch != "llama" else (read <= total)
 
 
@@ -139,7 +145,7 @@ def test_decode_bytes_is_none_before_abi_2_5(variant_libraries: dict[str, str],
                                              ) -> None:
     with adil.Engine.open(library=variant_libraries["abi2_2"]) as old, \
             old.load_model(write_script({"turns": [{"text": "x"}]})) as model:
-        assert model.info.decode_bytes is None
+        assert model.info.decode_bytes is None and model.info.decode_params is None
     with adil.Engine.open(library=variant_libraries["abi2_6"]) as later, \
             later.load_model(write_script({"turns": [{"text": "x"}]})) as model:
-        assert model.info.decode_bytes == 0  # the stub has no weights
+        assert model.info.decode_bytes == model.info.decode_params == 0  # the stub has no weights

@@ -115,6 +115,9 @@ class ModelInfo:
     # a mixture of experts counts the experts a token is routed through, on
     # average); None for an engine before ABI 2.5, 0 for one without weights
     decode_bytes: int | None = None
+    # weights one decoded token multiplies by (adil_model_info.decode_params,
+    # counted as decode_bytes is: a token's multiply-adds before attention)
+    decode_params: int | None = None
 
 
 class Engine:
@@ -297,6 +300,7 @@ class Model:
         # for, else the trained length capped at ADIL_DEFAULT_N_CTX_CAP.
         n_ctx = context_length if context_length is not None else min(
             int(raw.n_ctx_train), int(CONSTANTS["ADIL_DEFAULT_N_CTX_CAP"]))
+        since_2_5 = self._library.has_fields("adil_model_info", 5)
         return ModelInfo(
             path=self.path,
             architecture=_str(raw.architecture),
@@ -312,8 +316,8 @@ class Model:
             n_params=raw.n_params,
             size_bytes=raw.size_bytes,
             threads=raw.n_threads,
-            decode_bytes=(int(raw.decode_bytes)
-                          if self._library.has_fields("adil_model_info", 5) else None),
+            decode_bytes=int(raw.decode_bytes) if since_2_5 else None,
+            decode_params=int(raw.decode_params) if since_2_5 else None,
         )
 
     def _kv_cache_bytes(self, threads: int | None, context_length: int | None) -> int:

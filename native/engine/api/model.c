@@ -76,6 +76,7 @@ static adil_status fill_info(adil_model *m, const char *path) {
     info->size_bytes = m->tf.n_bytes;
     info->n_threads = (uint32_t)adil_pool_n_threads(m->pool);
     info->decode_bytes = m->tf.decode_bytes;
+    info->decode_params = m->tf.decode_params;
     return ADIL_OK;
 }
 

@@ -112,30 +112,36 @@ adil_status adil_bind_attn_biases(const gguf_file *f, adil_transformer *m, int i
     return adil_bind_vector(f, "blk.%d.attn_output.bias", il, L->wo.rows, a, &L->bo, &found);
 }
 
-static uint64_t weight_bytes(const adil_weight *w) {
-    return w->data ? (uint64_t)w->rows * adil_row_size(w->type, w->cols) : 0;
+/* Bytes (or, with elements set, elements) of a weight; 0 when absent. */
+static uint64_t weight_size(const adil_weight *w, bool elements) {
+    if (!w->data) return 0;
+    return elements ? (uint64_t)w->rows * (uint64_t)w->cols
+                    : (uint64_t)w->rows * adil_row_size(w->type, w->cols);
 }
 
-/* The bytes of weights one decoded token reads: every tensor, except that
- * of each expert tensor only the n_expert_used / n_expert share a token is
- * routed through (on average over tokens), and of a token embedding that is
- * not also the output head one row. */
-static uint64_t decode_bytes(const adil_transformer *m, bool separate_output) {
-    uint64_t bytes = m->n_bytes;
+/* What one decoded token reads of `total` (the bytes, or with elements set
+ * the elements, of every tensor): all of it, except that of each expert
+ * tensor only the n_expert_used / n_expert share a token is routed through
+ * (on average over tokens) counts, and of a token embedding that is not also
+ * the output head one row. */
+static uint64_t per_token(const adil_transformer *m, bool separate_output, uint64_t total, bool elements) {
+    uint64_t n = total;
     for (int64_t il = 0; m->hp.n_expert > 0 && il < m->hp.n_layer; il++) {
         const adil_layer *L = &m->layers[il];
-        const uint64_t experts =
-            weight_bytes(&L->ffn_gate_exps) + weight_bytes(&L->ffn_up_exps) + weight_bytes(&L->ffn_down_exps);
+        const uint64_t experts = weight_size(&L->ffn_gate_exps, elements) +
+                                 weight_size(&L->ffn_up_exps, elements) +
+                                 weight_size(&L->ffn_down_exps, elements);
         const uint64_t unused =
             experts / (uint64_t)m->hp.n_expert * (uint64_t)(m->hp.n_expert - m->hp.n_expert_used);
-        bytes -= unused < bytes ? unused : bytes;
+        n -= unused < n ? unused : n;
     }
     if (separate_output) {
-        const uint64_t embd = weight_bytes(&m->tok_embd),
-                       row = adil_row_size(m->tok_embd.type, m->tok_embd.cols);
-        if (embd > row && embd - row < bytes) bytes -= embd - row;
+        const uint64_t embd = weight_size(&m->tok_embd, elements);
+        const uint64_t row =
+            elements ? (uint64_t)m->tok_embd.cols : adil_row_size(m->tok_embd.type, m->tok_embd.cols);
+        if (embd > row && embd - row < n) n -= embd - row;
     }
-    return bytes;
+    return n;
 }
 
 adil_status adil_load_end(const gguf_file *f, adil_transformer *m, adil_f32_arena *arena) {
@@ -154,7 +160,8 @@ adil_status adil_load_end(const gguf_file *f, adil_transformer *m, adil_f32_aren
         m->n_params += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
         m->n_bytes += t->n_bytes;
     }
-    m->decode_bytes = decode_bytes(m, separate);
+    m->decode_bytes = per_token(m, separate, m->n_bytes, false);
+    m->decode_params = per_token(m, separate, m->n_params, true);
     return ADIL_OK;
 }
 

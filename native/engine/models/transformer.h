@@ -140,6 +140,7 @@ typedef struct adil_transformer {
     uint64_t n_params;              /* elements of all tensors */
     uint64_t n_bytes;               /* bytes of all tensors */
     uint64_t decode_bytes;          /* bytes one decoded token reads (adil_model_info.decode_bytes) */
+    uint64_t decode_params;         /* weights one decoded token multiplies (.decode_params) */
 } adil_transformer;
 
 /* ---- the state a forward pass works in (one per context) ------------------ */

@@ -44,7 +44,8 @@
  *    (prompt n-gram) decoding (capability "lookup"); adil_run_stats.n_drafted
  *    and .n_draft_accepted (ADIL_SIZE_2_3_RUN_STATS).
  *  - 2.4: the function adil_model_kv_bytes (no struct changed).
- *  - 2.5: adil_model_info.decode_bytes (ADIL_SIZE_2_5_MODEL_INFO).
+ *  - 2.5: adil_model_info.decode_bytes and .decode_params
+ *    (ADIL_SIZE_2_5_MODEL_INFO).
  *    A function appended in minor N is marked, as appended fields are, by a
  *    comment of its own, 2.N, before its description.  A host resolves it
  *    only from an engine whose minor is >= N (an engine of an earlier minor
@@ -298,15 +299,18 @@ typedef struct adil_model_info {
     uint64_t size_bytes; /* bytes of weights */
     uint32_t n_threads;
     /* 2.5 */
-    uint64_t decode_bytes; /* bytes of weights one decoded token reads: size_bytes, less the
+    uint64_t decode_bytes;  /* bytes of weights one decoded token reads: size_bytes, less the
                               experts a token is not routed through (of a mixture of experts'
                               expert tensors, n_expert_used / n_expert counts) and all but one
                               row of a token embedding that is not also the output head;
                               what bounds decode speed by memory bandwidth */
+    uint64_t decode_params; /* weights (elements) one decoded token multiplies by, counted as
+                               decode_bytes counts bytes: the multiply-adds of a token's matrix
+                               products, before attention */
 } adil_model_info;
 
 #define ADIL_SIZE_2_0_MODEL_INFO ADIL_SIZE_THROUGH(adil_model_info, n_threads)
-#define ADIL_SIZE_2_5_MODEL_INFO ADIL_SIZE_THROUGH(adil_model_info, decode_bytes)
+#define ADIL_SIZE_2_5_MODEL_INFO ADIL_SIZE_THROUGH(adil_model_info, decode_params)
 
 /* Loads a model file.  `params` may be NULL.  Returns ADIL_STATUS_IO when the
  * file cannot be read or is not a regular file (a directory, a named pipe, a
