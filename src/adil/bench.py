@@ -5,7 +5,23 @@ all of them for a dense model, the routed experts' share for a mixture of
 experts, ``Model.info.decode_bytes``).
 
     adil bench --model gemma3-270m --threads 2 --prompt-tokens 512 \
-               --gen-tokens 128 --repetitions 5 [--schema FILE] [--json]
+               --gen-tokens 128 --repetitions 5 [--depth 0,1024,4096] \
+               [--schema FILE] [--json]
+
+Depth (llama-bench's ``-d``): at each depth D the prefill and decode tests
+run with D tokens already in the KV cache (rows ``pp512@d1024``,
+``tg128@d1024``).  Before every repetition a run of the D-token prefix fills
+the cache (only its first time costs a full prefill: the engine's prefix
+cache keeps it), then ``prefix + pp`` times the prefill of the pp tokens at
+depth D and ``prefix + one token`` the decode at depth D; every measured run
+must report ``n_cached_tokens == D`` (EngineInternalError otherwise), so
+tokens/s counts only the tokens evaluated at that depth.  With two or more
+depths the report adds the cost curve: prefill and decode ms per token
+against depth and their least-squares line (:func:`fit_cost`: the slope in
+ms per token per 1k tokens of depth, which is the attention share, and the
+intercept at depth 0).  The decode roofline and the top-level
+``prefill``/``decode`` figures of the JSON are those of the first depth
+listed (depth 0 by default); ``depths`` holds one entry per depth.
 
 With a schema, constrained decoding too (:class:`GrammarResult`): the
 grammar's compile time (around the compile call; the model's first compile,
@@ -29,6 +45,7 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,12 +53,12 @@ import numpy as np
 
 from .constraints import Constraint, schema_constraint
 from .engine import Engine, Model
-from .errors import InvalidArgumentError, OutputValidationError
+from .errors import EngineInternalError, InvalidArgumentError, OutputValidationError
 from .sampling import Sampling
 
 __all__ = ["GRAMMAR_MAX_TOKENS", "GRAMMAR_PROMPT", "MIN_GEN_TOKENS", "MIN_PROMPT_TOKENS",
-           "BenchResult", "GrammarResult", "bench_constraint", "measure_read_bandwidth",
-           "run_bench"]
+           "BenchResult", "CostFit", "DepthResult", "GrammarResult", "bench_constraint",
+           "check_depths", "fit_cost", "measure_read_bandwidth", "run_bench"]
 
 MIN_PROMPT_TOKENS = 1
 MIN_GEN_TOKENS = 2  # the first generated token comes out of the prefill; decode starts after it
@@ -66,6 +83,77 @@ class Series:
         if not self.values:
             return {"median": 0.0, "min": 0.0, "max": 0.0}
         return {"median": self.median, "min": min(self.values), "max": max(self.values)}
+
+
+def _ms_per_token(tokens_per_s: float) -> float:
+    return 1000.0 / tokens_per_s if tokens_per_s > 0 else 0.0
+
+
+@dataclass
+class DepthResult:
+    """The prefill and decode tests at one context depth."""
+
+    depth: int  # tokens already in the KV cache when each measured run starts
+    prefill: Series = field(default_factory=Series)
+    decode: Series = field(default_factory=Series)
+    n_cached_tokens: int = 0  # what the measured runs reported reusing (== depth)
+
+    @property
+    def prefill_ms_per_token(self) -> float:
+        return _ms_per_token(self.prefill.median)
+
+    @property
+    def decode_ms_per_token(self) -> float:
+        return _ms_per_token(self.decode.median)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"depth": self.depth, "n_cached_tokens": self.n_cached_tokens,
+                "prefill": self.prefill.summary(), "decode": self.decode.summary(),
+                "prefill_tokens_per_s": self.prefill.median,
+                "decode_tokens_per_s": self.decode.median,
+                "prefill_ms_per_token": self.prefill_ms_per_token,
+                "decode_ms_per_token": self.decode_ms_per_token}
+
+
+@dataclass(frozen=True)
+class CostFit:
+    """The least-squares line of ms per token against depth."""
+
+    slope_ms_per_1k: float  # ms per token more for every 1,000 tokens of depth
+    intercept_ms: float  # ms per token at depth 0, as the line puts it
+    points: int  # depths it was fitted to
+
+    def to_json(self) -> dict[str, float | int]:
+        return {"slope_ms_per_token_per_1k_depth": self.slope_ms_per_1k,
+                "intercept_ms_per_token": self.intercept_ms, "points": self.points}
+
+
+def fit_cost(depths: list[int], ms_per_token: list[float]) -> CostFit | None:
+    """The least-squares line through (depth, ms per token); None with
+    fewer than two distinct depths (no slope to fit)."""
+    if len(depths) != len(ms_per_token):
+        raise InvalidArgumentError(
+            f"fit_cost: {len(depths)} depths but {len(ms_per_token)} times")
+    if len(set(depths)) < 2:
+        return None
+    slope, intercept = statistics.linear_regression([d / 1000 for d in depths], ms_per_token)
+    return CostFit(slope_ms_per_1k=slope, intercept_ms=intercept, points=len(depths))
+
+
+def check_depths(depths: Any) -> list[int]:
+    """`depths` as a list of distinct integers >= 0, at least one
+    (InvalidArgumentError otherwise); the order is kept."""
+    if isinstance(depths, (str, bytes)) or not hasattr(depths, "__iter__"):
+        raise InvalidArgumentError(f"depths must be a list of integers >= 0, got {depths!r}")
+    out = list(depths)
+    if not out:
+        raise InvalidArgumentError("depths must hold at least one depth, got none")
+    for d in out:
+        if isinstance(d, bool) or not isinstance(d, int) or d < 0:
+            raise InvalidArgumentError(f"depths must be integers >= 0, got {d!r}")
+    if len(set(out)) != len(out):
+        raise InvalidArgumentError(f"depths must be distinct, got {out!r}")
+    return out
 
 
 @dataclass
@@ -126,6 +214,17 @@ class BenchResult:
     def bytes_per_token(self) -> int:
         """The weights one decoded token reads: what the ceiling divides by."""
         return self.decode_bytes or self.weight_bytes
+    depths: list[DepthResult] = field(default_factory=list)  # prefill/decode: depths[0]'s
+
+    @property
+    def prefill_fit(self) -> CostFit | None:
+        return fit_cost([d.depth for d in self.depths],
+                        [d.prefill_ms_per_token for d in self.depths])
+
+    @property
+    def decode_fit(self) -> CostFit | None:
+        return fit_cost([d.depth for d in self.depths],
+                        [d.decode_ms_per_token for d in self.depths])
 
     @property
     def decode_roofline_tokens_per_s(self) -> float:
@@ -147,6 +246,11 @@ class BenchResult:
             decode_roofline_tokens_per_s=self.decode_roofline_tokens_per_s,
             decode_roofline_fraction=self.decode_roofline_fraction,
             grammar=self.grammar.to_json() if self.grammar is not None else None,
+            depth=self.depths[0].depth if self.depths else 0,
+            depths=[d.to_json() for d in self.depths],
+            cost_fit={name: fit.to_json() if fit is not None else None
+                      for name, fit in (("prefill", self.prefill_fit),
+                                        ("decode", self.decode_fit))},
         )
         return data
 
@@ -205,19 +309,24 @@ def run_bench(
     library: str | None = None,
     schema: dict[str, Any] | None = None,
     context_length: int | None = None,
+    depths: Sequence[int] = (0,),
 ) -> BenchResult:
     """Runs the prefill test (`prompt_tokens` >= MIN_PROMPT_TOKENS) and the
     decode test (`gen_tokens` >= MIN_GEN_TOKENS) `repetitions` (>= 1) times
-    each, and with `schema` the constrained-decoding test (see the module
-    docstring), in a context of `context_length` positions (None: what the
-    tests need); InvalidArgumentError for sizes below those."""
+    each at every depth of `depths` (distinct integers >= 0: tokens already
+    in the KV cache, see the module docstring), and with `schema` the
+    constrained-decoding test, in a context of `context_length` positions
+    (None: what the tests need at the deepest depth); InvalidArgumentError
+    for sizes below those, EngineInternalError when a measured run did not
+    reuse the depth's prefix from the cache."""
     for name, value, minimum in (("prompt_tokens", prompt_tokens, MIN_PROMPT_TOKENS),
                                  ("gen_tokens", gen_tokens, MIN_GEN_TOKENS),
                                  ("repetitions", repetitions, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise InvalidArgumentError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    depths = check_depths(depths)
     constraint = bench_constraint(schema) if schema is not None else None
-    need = max(prompt_tokens, gen_tokens + 1) + 8
+    need = max(depths) + max(prompt_tokens, gen_tokens + 1) + 8
     if constraint is not None:
         need = max(need, len(GRAMMAR_PROMPT.encode("utf-8")) + GRAMMAR_MAX_TOKENS + 8)
     if context_length is not None and (isinstance(context_length, bool)
@@ -231,17 +340,8 @@ def run_bench(
             engine.load_model(model_path, threads=threads,
                               context_length=context_length or need) as model:
         threads = model.info.threads  # what runs: the engine may use fewer than asked
-        prefill, decode = Series(), Series()
-        prompt = _prompt(model, prompt_tokens)
-        bos = prompt[:1]
-        for _ in range(repetitions):
-            # A fresh, different first token defeats the KV prefix cache.
-            model.complete(bos, max_tokens=1, sampling=_GREEDY)
-            done = model.complete(prompt, max_tokens=1, sampling=_GREEDY)
-            prefill.values.append(done.stats.prefill_tokens_per_s)
-            done = model.complete(bos, max_tokens=gen_tokens, sampling=_GREEDY,
-                                  ignore_eos=True)
-            decode.values.append(done.stats.decode_tokens_per_s)
+        results = [_depth_bench(model, depth, prompt_tokens, gen_tokens, repetitions)
+                   for depth in depths]
         if constraint is not None:
             grammar = _grammar_bench(model, constraint, repetitions)
         engine_name = f"{engine.info.engine_name} {engine.info.engine_version}"
@@ -259,15 +359,68 @@ def run_bench(
         cpu_features=cpu_features,
         kernels=kernels,
         weight_bytes=weight_bytes,
-        prefill=prefill,
-        decode=decode,
+        prefill=results[0].prefill,
+        decode=results[0].decode,
         read_bandwidth_gb_per_s=measure_read_bandwidth(threads),
         grammar=grammar,
         context_length=n_ctx,
         kv_cache_bytes=kv_bytes,
         peak_rss_bytes=peak,
         decode_bytes=decode_bytes,
+        depths=results,
     )
+
+
+def _ordinary_tokens(model: Model, n_tokens: int, seed: int) -> np.ndarray[Any, np.dtype[np.int32]]:
+    """Reproducible ordinary tokens, no BOS: what follows a depth prefix."""
+    n_vocab = model.info.n_vocab
+    low = min(1000, n_vocab // 4)
+    ids = np.random.default_rng(seed).integers(low, n_vocab - 1, size=n_tokens, dtype=np.int32)
+    bos = model.info.bos_token
+    if bos is not None:
+        ids[ids == bos] = low if bos != low else low + 1
+    return ids
+
+
+def _depth_bench(model: Model, depth: int, prompt_tokens: int, gen_tokens: int,
+                 repetitions: int) -> DepthResult:
+    """The prefill and decode tests with `depth` tokens in the cache: a fill
+    run of the prefix before each measured run leaves exactly the prefix
+    cached (a prompt always evaluates at least its last token, so the fill
+    costs one token once the prefix is cached), and every measured run must
+    say it reused `depth` tokens."""
+    result = DepthResult(depth=depth, n_cached_tokens=depth)
+    if depth == 0:
+        prefix = np.zeros(0, dtype=np.int32)
+        measured = _prompt(model, prompt_tokens)  # pp at an empty context starts with BOS
+        first = measured[:1]
+        # A one-token fill run of another token: nothing of the prompt is cached.
+        fill = np.array([(int(measured[0]) + 1) % model.info.n_vocab], dtype=np.int32)
+    else:
+        prefix = _prompt(model, depth)  # BOS first: the document the tests continue
+        measured = _ordinary_tokens(model, prompt_tokens, seed=depth + 1)
+        first = _ordinary_tokens(model, 1, seed=depth + 2)
+        fill = prefix
+    for _ in range(repetitions):
+        model.complete(fill, max_tokens=1, sampling=_GREEDY)
+        done = model.complete(np.concatenate([prefix, measured]), max_tokens=1,
+                              sampling=_GREEDY)
+        _check_cached(done.stats.n_cached_tokens, depth, "prefill")
+        result.prefill.values.append(done.stats.prefill_tokens_per_s)
+        if depth:
+            model.complete(fill, max_tokens=1, sampling=_GREEDY)
+        done = model.complete(np.concatenate([prefix, first]), max_tokens=gen_tokens,
+                              sampling=_GREEDY, ignore_eos=True)
+        _check_cached(done.stats.n_cached_tokens, depth, "decode")
+        result.decode.values.append(done.stats.decode_tokens_per_s)
+    return result
+
+
+def _check_cached(n_cached: int, depth: int, test: str) -> None:
+    if n_cached != depth:
+        raise EngineInternalError(
+            f"bench: the {test} run at depth {depth} reused {n_cached} cached tokens, expected "
+            f"{depth}: the KV prefix cache did not keep the prefix the fill run left")
 
 
 def _grammar_bench(model: Model, constraint: Constraint, repetitions: int) -> GrammarResult:
@@ -328,13 +481,17 @@ def _mib(n: int | None) -> str:
 
 
 def format_table(result: BenchResult) -> str:
-    """A llama-bench-like table."""
-    rows = [("test", "tokens/s median", "min", "max")]
-    for name, series in ((f"pp{result.prompt_tokens}", result.prefill),
-                         (f"tg{result.gen_tokens}", result.decode)):
-        s = series.summary()
-        rows.append((name, f"{s['median']:.2f}", f"{s['min']:.2f}", f"{s['max']:.2f}"))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    """A llama-bench-like table (rows pp512, tg128, pp512@d1024, ...)."""
+    rows = [("test", "tokens/s median", "min", "max", "ms/token")]
+    depths = result.depths or [DepthResult(0, result.prefill, result.decode)]
+    for d in depths:
+        at = f"@d{d.depth}" if d.depth else ""
+        for name, series in ((f"pp{result.prompt_tokens}{at}", d.prefill),
+                             (f"tg{result.gen_tokens}{at}", d.decode)):
+            s = series.summary()
+            rows.append((name, f"{s['median']:.2f}", f"{s['min']:.2f}", f"{s['max']:.2f}",
+                         f"{_ms_per_token(s['median']):.3f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     lines.insert(1, "-+-".join("-" * w for w in widths))
     lines += [
@@ -345,10 +502,16 @@ def format_table(result: BenchResult) -> str:
         f"CPU features: {','.join(result.cpu_features) or '-'}",
         f"read bandwidth: {result.read_bandwidth_gb_per_s:.1f} GB/s -> decode ceiling "
         f"{result.decode_roofline_tokens_per_s:.1f} tokens/s; decode at "
-        f"{100 * result.decode_roofline_fraction:.0f}% of it",
+        f"{100 * result.decode_roofline_fraction:.0f}% of it"
+        + (f" (at depth {depths[0].depth})" if depths[0].depth else ""),
         f"memory: KV cache {_mib(result.kv_cache_bytes)} at {result.context_length} positions, "
         f"peak RSS {_mib(result.peak_rss_bytes)}",
     ]
+    for test, fit in (("prefill", result.prefill_fit), ("decode", result.decode_fit)):
+        if fit is not None:
+            lines.append(f"cost curve, {test}: {fit.intercept_ms:.3f} ms/token at depth 0 "
+                         f"+ {fit.slope_ms_per_1k:.4f} ms/token per 1k tokens of depth "
+                         f"(least squares over {fit.points} depths)")
     grammar = result.grammar
     if grammar is not None:
         lines += [

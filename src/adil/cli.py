@@ -9,7 +9,8 @@
     adil chat --model PATH|ALIAS [--tools module.py] [--system TEXT] [--max-tokens N]
               [--temperature T] [--seed S]
     adil bench --model PATH|ALIAS [--threads N] [--prompt-tokens 512] [--gen-tokens 128]
-               [--repetitions 5] [--schema FILE] [--context-length N] [--json]
+               [--repetitions 5] [--depth 0,1024,...] [--schema FILE]
+               [--context-length N] [--json]
     adil serve --model PATH|ALIAS [--library PATH] [--host 127.0.0.1] [--port 8765]
                [--allow-origin ORIGIN ...] [--allow-host NAME ...] [--api-key KEY]
                [--threads N] [--context-length N] [--max-body-bytes N]
@@ -203,7 +204,7 @@ def _bench(args: argparse.Namespace) -> int:
     result = run_bench(_resolve_model(args.model), threads=args.threads,
                        prompt_tokens=args.prompt_tokens, gen_tokens=args.gen_tokens,
                        repetitions=args.repetitions, library=args.library, schema=args.schema,
-                       context_length=args.context_length)
+                       context_length=args.context_length, depths=args.depth)
     print(json.dumps(result.to_json(), indent=2) if args.json else format_table(result))
     return 0
 
@@ -256,6 +257,21 @@ def _schema_file(path: str) -> dict[str, Any]:
         raise argparse.ArgumentTypeError(
             f"expected a JSON schema (an object), got {path!r} holding a {type(schema).__name__}")
     return schema
+
+
+def _depths(text: str) -> list[int]:
+    """``0,1024,4096``: distinct integers >= 0, in the order given."""
+    from .bench import check_depths
+
+    try:
+        return check_depths([int(part) for part in text.split(",")])
+    except ValueError:  # int()'s, and InvalidArgumentError (a ValueError too)
+        raise argparse.ArgumentTypeError(
+            f"expected distinct integers >= 0 separated by commas, e.g. 0,1024, got {text!r}"
+        ) from None
+
+
+_depths.__name__ = "depths"
 
 
 def _non_empty(text: str) -> str:
@@ -328,6 +344,10 @@ def _parser() -> argparse.ArgumentParser:
                                          "comes from the prefill); default 128")
     bench.add_argument("--repetitions", type=positive, default=5, metavar="N",
                        help="runs of each test >= 1 (the median is reported); default 5")
+    bench.add_argument("--depth", type=_depths, default=[0], metavar="D[,D...]",
+                       help="context depths: run the tests with D tokens already in the KV "
+                            "cache (llama-bench's -d), rows pp512@dD; two or more depths add "
+                            "the cost curve (ms/token against depth, fitted slope); default 0")
     bench.add_argument("--schema", type=_schema_file, default=None, metavar="FILE",
                        help="also measure constrained decoding with this JSON schema (or a "
                             "grammar document with x-adil-tools): compile time, mask time per "
