@@ -11,8 +11,10 @@ experts, ``Model.info.decode_bytes``).
 Depth (llama-bench's ``-d``): at each depth D the prefill and decode tests
 run with D tokens already in the KV cache (rows ``pp512@d1024``,
 ``tg128@d1024``).  Before every repetition a run of the D-token prefix fills
-the cache (only its first time costs a full prefill: the engine's prefix
-cache keeps it), then ``prefix + pp`` times the prefill of the pp tokens at
+the cache (a full prefill the first time; after that one token, since the
+engine's prefix cache keeps the prefix, unless a sliding-window ring has
+overwritten rows it needs: pp or tg longer than the engine's batch of 512
+on gemma3), then ``prefix + pp`` times the prefill of the pp tokens at
 depth D and ``prefix + one token`` the decode at depth D; every measured run
 must report ``n_cached_tokens == D`` (EngineInternalError otherwise), so
 tokens/s counts only the tokens evaluated at that depth.  With two or more
