@@ -207,6 +207,7 @@ class BenchResult:
     context_length: int = 0
     kv_cache_bytes: int | None = None  # None: the engine cannot say (before ABI 2.4)
     peak_rss_bytes: int = 0
+    depths: list[DepthResult] = field(default_factory=list)  # prefill/decode: depths[0]'s
     # bytes of weights one decoded token reads (Model.info.decode_bytes:
     # a mixture of experts reads only its routed experts); None: the engine
     # cannot say (before ABI 2.5), and the ceiling counts every weight
@@ -216,7 +217,6 @@ class BenchResult:
     def bytes_per_token(self) -> int:
         """The weights one decoded token reads: what the ceiling divides by."""
         return self.decode_bytes or self.weight_bytes
-    depths: list[DepthResult] = field(default_factory=list)  # prefill/decode: depths[0]'s
 
     @property
     def prefill_fit(self) -> CostFit | None:
