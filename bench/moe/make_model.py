@@ -8,6 +8,16 @@ model with the same active parameters per token, every matrix Q4_K.
     llama:    the same attention and vocab, one dense FFN of 8 x 512 = 4096
               -> 0.31 B parameters, all active
 
+With ``--llama-1b`` it writes instead the dense model of the decode roofline
+(issue 14 item 3), a 1.1 B-parameter llama shape whose 0.7 GB of weights lie
+far beyond any cache, in Q4_K_M's mix as llama.cpp's quantizer makes it:
+
+    llama-1b: 16 layers, width 2048, 32 query heads x 64 (8 KV heads), FFN
+              8192, vocab 32000, own output head; Q4_K everywhere except
+              Q6_K for the output head and for attn_v and ffn_down of the
+              layers Q4_K_M gives more bits (the first and last eighth and
+              every third between)  -> 1.1 B parameters
+
 The weights are random blocks (the scale fields set for a spread of about
 0.02), the router float32 and random, so tokens spread over the experts
 roughly evenly, as in a trained model; the logits mean nothing.  The files
@@ -15,6 +25,7 @@ roughly evenly, as in a trained model; the logits mean nothing.  The files
 are never committed:
 
     python bench/moe/make_model.py [OUT_DIR]   # default ~/.cache/adil-bench/moe
+    python bench/moe/make_model.py --llama-1b [OUT_DIR]
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from make_tiny_models import TinySpec, tokenizer_vocab  # noqa: E402
 
 Q4_K_BLOCK = (256, 144)  # elements, bytes; d and dmin are the fp16s at bytes 0 and 2
+Q6_K_BLOCK = (256, 210)  # elements, bytes; d is the fp16 at bytes 208, after 16 int8 scales
 SPREAD = 0.02
 
 
@@ -52,6 +64,7 @@ class Shape:
 
 MOE = Shape("qwen3moe", n_expert=64, n_expert_used=8, n_ff_exp=512)
 DENSE = Shape("llama")
+LLAMA_1B = Shape("llama", n_embd=2048, n_head=32, n_head_kv=8, head_dim=64, n_ff=8192)
 
 
 def _scale_field(rng: np.random.Generator) -> np.ndarray:
@@ -60,6 +73,38 @@ def _scale_field(rng: np.random.Generator) -> np.ndarray:
     blocks[:, 0:4] = np.array([1.0, 1.0], dtype=np.float16).view(np.uint8)
     spread = float(quants.dequantize(blocks.reshape(1, -1), T.Q4_K).std())
     return np.array([SPREAD / spread], dtype=np.float16).view(np.uint8)
+
+
+def _q6_k_scale_field(rng: np.random.Generator) -> np.ndarray:
+    """The fp16 d that gives random Q6_K blocks (scales 1..15) a spread of SPREAD."""
+    blocks = _q6_k_blocks(64, np.array([1.0], dtype=np.float16).view(np.uint8), rng)
+    spread = float(quants.dequantize(blocks.reshape(1, -1), T.Q6_K).std())
+    return np.array([SPREAD / spread], dtype=np.float16).view(np.uint8)
+
+
+def _q6_k_blocks(n_blocks: int, d: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    blocks = rng.integers(0, 256, size=(n_blocks, Q6_K_BLOCK[1]), dtype=np.uint8)
+    blocks[:, 192:208] = rng.integers(1, 16, size=(n_blocks, 16), dtype=np.uint8)
+    blocks[:, 208:210] = d
+    return blocks
+
+
+def q6_k(shape: tuple[int, ...], d: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Random Q6_K blocks for a tensor of `shape`, as q4_k."""
+    *outer, cols = shape
+    blocks = _q6_k_blocks(int(np.prod(outer)) * cols // Q6_K_BLOCK[0], d, rng)
+    return blocks.reshape(*outer, cols // Q6_K_BLOCK[0] * Q6_K_BLOCK[1])
+
+
+def q4_k_m_type(name: str, n_layer: int) -> T:
+    """The type llama.cpp's Q4_K_M gives a tensor of a llama-shaped model."""
+    if name == "output.weight":
+        return T.Q6_K
+    if name.endswith(("attn_v.weight", "ffn_down.weight")):
+        i = int(name.split(".")[1])
+        more_bits = i < n_layer // 8 or i >= 7 * n_layer // 8 or (i - n_layer // 8) % 3 == 2
+        return T.Q6_K if more_bits else T.Q4_K
+    return T.Q4_K
 
 
 def q4_k(shape: tuple[int, ...], scale: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -140,14 +185,18 @@ def _f32_tensors(s: Shape, rng: np.random.Generator) -> list[tuple[str, np.ndarr
     return out
 
 
-def write(path: Path, s: Shape, seed: int = 0) -> None:
+def write(path: Path, s: Shape, seed: int = 0, mix: bool = False) -> None:
+    """Writes model `s`: every matrix Q4_K, or with `mix` in Q4_K_M's types."""
     rng = np.random.default_rng(seed)
     scale = _scale_field(rng)
+    d6 = _q6_k_scale_field(rng) if mix else scale  # (the Q4_K-only files as they always were)
     w = gguf.GGUFWriter(str(path), s.arch)
     _hparams(w, s)
     _tokenizer(w, s)
     for name, shape in _tensors(s):
-        w.add_tensor(name, q4_k(shape, scale, rng), raw_dtype=T.Q4_K)
+        kind = q4_k_m_type(name, s.n_layer) if mix else T.Q4_K
+        data = q6_k(shape, d6, rng) if kind == T.Q6_K else q4_k(shape, scale, rng)
+        w.add_tensor(name, data, raw_dtype=kind)
     for name, values in _f32_tensors(s, rng):
         w.add_tensor(name, values)
     w.write_header_to_file()
@@ -157,12 +206,17 @@ def write(path: Path, s: Shape, seed: int = 0) -> None:
 
 
 def main() -> None:
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.home() / ".cache" / "adil-bench" / "moe"
+    args = sys.argv[1:]
+    llama_1b = "--llama-1b" in args
+    args = [a for a in args if a != "--llama-1b"]
+    out = Path(args[0]) if args else Path.home() / ".cache" / "adil-bench" / "moe"
     out.mkdir(parents=True, exist_ok=True)
-    for shape, name in ((MOE, "qwen3moe-bench-q4_k.gguf"), (DENSE, "llama-dense-bench-q4_k.gguf")):
+    files = ((LLAMA_1B, "llama-1b-bench-q4_k_m.gguf", True),) if llama_1b else (
+        (MOE, "qwen3moe-bench-q4_k.gguf", False), (DENSE, "llama-dense-bench-q4_k.gguf", False))
+    for shape, name, mix in files:
         path = out / name
         if not path.exists():
-            write(path, shape)
+            write(path, shape, mix=mix)
         print(path)
 
 
