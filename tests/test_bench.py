@@ -4,6 +4,7 @@ asserted: speed belongs to bench/."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -59,8 +60,13 @@ def test_bench_json_report(tiny: Path) -> None:
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     for key in ("prefill_tokens_per_s", "decode_tokens_per_s", "read_bandwidth_gb_per_s",
-                "decode_roofline_fraction"):
+                "decode_roofline_fraction", "int8_peak_macs_per_s", "prefill_macs_per_s",
+                "prefill_peak_fraction"):
         assert report[key] > 0, key
+    assert report["prefill_macs_per_s"] == pytest.approx(
+        report["prefill_tokens_per_s"] * report["decode_params"])
+    assert report["prefill_peak_fraction"] == pytest.approx(
+        report["prefill_macs_per_s"] / report["int8_peak_macs_per_s"])
     assert report["threads"] == 1 and report["gen_tokens"] == 8
     assert set(report["prefill"]) == {"median", "min", "max"}
 
@@ -163,3 +169,14 @@ def test_a_prefix_the_cache_lost_is_an_engine_error() -> None:
     _check_cached(600, 600, "prefill")
     with pytest.raises(adil.EngineInternalError, match="depth 600 reused 0"):
         _check_cached(0, 600, "decode")
+
+
+def test_bench_prefill_line_against_the_int8_peak(tiny: Path) -> None:
+    """The prefill line of the table, with and without an int8 peak."""
+    result = run_bench(str(tiny), threads=1, prompt_tokens=4, gen_tokens=2, repetitions=1)
+    assert result.int8_peak_macs_per_s is not None and result.prefill_macs_per_s is not None
+    line = next(x for x in format_table(result).splitlines() if x.startswith("prefill: "))
+    assert " GMAC/s = " in line and "% of the int8 peak " in line
+    unknown = dataclasses.replace(result, int8_peak_macs_per_s=None, decode_params=None)
+    assert unknown.prefill_macs_per_s is None and unknown.prefill_peak_fraction is None
+    assert "prefill: - (the engine measures no int8 peak)" in format_table(unknown)

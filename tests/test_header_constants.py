@@ -119,14 +119,17 @@ def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> No
 
 def test_functions_of_later_minors_are_marked() -> None:
     """adil_run_token_logprobs came with 2.2 (its "/* 2.2 */" line) and
-    adil_model_kv_bytes with 2.4; every other function is the base ABI's."""
+    adil_model_kv_bytes with 2.4, adil_engine_int8_peak with 2.5; every other
+    function is the base ABI's."""
     from adil._binding import FUNCTIONS, REQUIRED_SYMBOLS
     from adil._cdef import FUNCTION_MINORS
 
-    assert FUNCTION_MINORS == {"adil_run_token_logprobs": 2, "adil_model_kv_bytes": 4}
+    assert FUNCTION_MINORS == {"adil_run_token_logprobs": 2, "adil_model_kv_bytes": 4,
+                               "adil_engine_int8_peak": 5}
     assert set(FUNCTIONS) == {*REQUIRED_SYMBOLS, *FUNCTION_MINORS}
     assert "adil_run_token_logprobs" not in REQUIRED_SYMBOLS
     assert "adil_model_kv_bytes" not in REQUIRED_SYMBOLS
+    assert "adil_engine_int8_peak" not in REQUIRED_SYMBOLS
 
 
 def test_engines_report_this_minor_and_their_capabilities() -> None:

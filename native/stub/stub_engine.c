@@ -68,3 +68,11 @@ ADIL_API adil_status adil_engine_open(const adil_host_info *host, const adil_eng
 }
 
 ADIL_API void adil_engine_close(adil_engine *engine) { free(engine); }
+
+ADIL_API adil_status adil_engine_int8_peak(adil_engine *engine, uint32_t n_threads, double *macs_per_s) {
+    (void)n_threads;
+    if (engine == NULL || macs_per_s == NULL)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_engine_int8_peak: engine and macs_per_s are required");
+    return adil_fail(ADIL_STATUS_CAPABILITY, "adil_engine_int8_peak: the stub has no kernels");
+}

@@ -102,6 +102,8 @@ adil_status adil_engine_open(const adil_host_info *host, const adil_engine_param
 
 void adil_engine_close(adil_engine *engine);
 
+adil_status adil_engine_int8_peak(adil_engine *engine, uint32_t n_threads, double *macs_per_s);
+
 typedef struct adil_model_params {
     uint32_t struct_size;
     uint32_t n_threads;
@@ -315,6 +317,7 @@ LAST_2_0_FIELDS: dict[str, str] = LAST_FIELDS[0]
 # function -> the minor that appended it (a "/* 2.N */" line before it); the
 # functions of the base ABI are not listed.
 FUNCTION_MINORS: dict[str, int] = {
+    "adil_engine_int8_peak": 5,
     "adil_model_kv_bytes": 4,
     "adil_run_token_logprobs": 2,
 }

@@ -212,6 +212,24 @@ class BenchResult:
     # a mixture of experts reads only its routed experts); None: the engine
     # cannot say (before ABI 2.5), and the ceiling counts every weight
     decode_bytes: int | None = None
+    # the int8 multiply-accumulate peak of this CPU on `threads` threads
+    # (Engine.int8_peak; None: the engine measures none) and the weights a
+    # token multiplies by (Model.info.decode_params; None before ABI 2.5)
+    int8_peak_macs_per_s: float | None = None
+    decode_params: int | None = None
+
+    @property
+    def prefill_macs_per_s(self) -> float | None:
+        """Prefill tokens/s times the weights each token multiplies by (the
+        matrix products' multiply-adds; attention not counted).  An upper
+        bound: decode_params counts the output head, which prefill applies
+        to the prompt's last token only (gemma3-270m: 63% of its params)."""
+        return self.prefill.median * self.decode_params if self.decode_params else None
+
+    @property
+    def prefill_peak_fraction(self) -> float | None:
+        macs, peak = self.prefill_macs_per_s, self.int8_peak_macs_per_s
+        return macs / peak if macs is not None and peak else None
 
     @property
     def bytes_per_token(self) -> int:
@@ -247,6 +265,8 @@ class BenchResult:
             decode_tokens_per_s=self.decode.median,
             decode_roofline_tokens_per_s=self.decode_roofline_tokens_per_s,
             decode_roofline_fraction=self.decode_roofline_fraction,
+            prefill_macs_per_s=self.prefill_macs_per_s,
+            prefill_peak_fraction=self.prefill_peak_fraction,
             grammar=self.grammar.to_json() if self.grammar is not None else None,
             depth=self.depths[0].depth if self.depths else 0,
             depths=[d.to_json() for d in self.depths],
@@ -351,6 +371,7 @@ def run_bench(
         weight_bytes, decode_bytes = model.info.size_bytes, model.info.decode_bytes
         n_ctx, kv_bytes = model.info.context_length, model.info.kv_cache_bytes
         peak = peak_rss_bytes()
+        int8_peak, decode_params = engine.int8_peak(threads), model.info.decode_params
     return BenchResult(
         model=model_path,
         engine=engine_name,
@@ -370,6 +391,8 @@ def run_bench(
         peak_rss_bytes=peak,
         decode_bytes=decode_bytes,
         depths=results,
+        int8_peak_macs_per_s=int8_peak,
+        decode_params=decode_params,
     )
 
 
@@ -482,6 +505,17 @@ def _mib(n: int | None) -> str:
     return "-" if n is None else f"{n / 1048576:.1f} MiB"
 
 
+def _prefill_peak_line(result: BenchResult) -> str:
+    """Prefill's multiply-adds per second against the CPU's int8 peak."""
+    macs, peak = result.prefill_macs_per_s, result.int8_peak_macs_per_s
+    fraction = result.prefill_peak_fraction
+    shown = "-" if macs is None else f"{macs / 1e9:.1f} GMAC/s"
+    if peak is None:
+        return f"prefill: {shown} (the engine measures no int8 peak)"
+    percent = "-" if fraction is None else f"{100 * fraction:.1f}%"
+    return f"prefill: {shown} = {percent} of the int8 peak {peak / 1e9:.1f} GMAC/s"
+
+
 def format_table(result: BenchResult) -> str:
     """A llama-bench-like table (rows pp512, tg128, pp512@d1024, ...)."""
     rows = [("test", "tokens/s median", "min", "max", "ms/token")]
@@ -506,6 +540,7 @@ def format_table(result: BenchResult) -> str:
         f"{result.decode_roofline_tokens_per_s:.1f} tokens/s; decode at "
         f"{100 * result.decode_roofline_fraction:.0f}% of it"
         + (f" (at depth {depths[0].depth})" if depths[0].depth else ""),
+        _prefill_peak_line(result),
         f"memory: KV cache {_mib(result.kv_cache_bytes)} at {result.context_length} positions, "
         f"peak RSS {_mib(result.peak_rss_bytes)}",
     ]

@@ -220,6 +220,24 @@ class Engine:
             self._models.add(model)
         return model
 
+    def int8_peak(self, threads: int | None = None) -> float | None:
+        """The int8 multiply-accumulate peak of this CPU in MAC/s, measured
+        now (about 60 ms) on ``threads`` threads (None: the engine's default)
+        by a register-resident micro-kernel of the engine's kernel level
+        (adil_engine_int8_peak).  None from an engine before ABI 2.5 or one
+        with no int8 kernel to measure (the stub, the scalar level)."""
+        if not self._library.has_function("adil_engine_int8_peak"):
+            return None
+        n_threads = 0 if threads is None else uint32("threads", threads, minimum=1)
+        lib = self._library.lib
+        out = ffi.new("double *")
+        with self._lock:
+            status = lib.adil_engine_int8_peak(self._require_open(), n_threads, out)
+        if status == lib.ADIL_STATUS_CAPABILITY:
+            return None
+        check(lib, status)
+        return float(out[0])
+
     def _require_open(self) -> Any:
         if self._handle is None:
             raise InvalidArgumentError("the engine is closed")

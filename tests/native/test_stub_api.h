@@ -59,7 +59,8 @@ typedef struct stub_api {
     adil_native_tool_fn sleep_tool; /* adil_stub_sleep_tool */
     /* 2.2: NULL from a variant of an earlier minor, which does not export it. */
     __typeof__(&adil_run_token_logprobs) run_token_logprobs;
-    __typeof__(&adil_model_kv_bytes) model_kv_bytes; /* 2.4: NULL when not exported */
+    __typeof__(&adil_model_kv_bytes) model_kv_bytes;     /* 2.4: NULL when not exported */
+    __typeof__(&adil_engine_int8_peak) engine_int8_peak; /* 2.5: NULL when not exported */
 } stub_api;
 
 /* dlopens `path` and resolves every symbol; false (with a message) if any is missing. */
@@ -83,6 +84,7 @@ static inline bool stub_api_open(stub_api *api, const char *path) {
     api->run_token_logprobs =
         (__typeof__(api->run_token_logprobs))dlsym(api->handle, "adil_run_token_logprobs");
     api->model_kv_bytes = (__typeof__(api->model_kv_bytes))dlsym(api->handle, "adil_model_kv_bytes");
+    api->engine_int8_peak = (__typeof__(api->engine_int8_peak))dlsym(api->handle, "adil_engine_int8_peak");
     return ok && api->sleep_tool != NULL;
 }
 

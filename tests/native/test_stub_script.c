@@ -16,6 +16,7 @@
 static void test_handshake(const stub_api *api) {
     CHECK(api->abi_version() == ADIL_MAKE_VERSION(2, 5));
     CHECK(api->model_kv_bytes != NULL);
+    CHECK(api->engine_int8_peak != NULL);
     const adil_component_info *info = api->component();
     CHECK(info != NULL);
     CHECK(info->struct_size == sizeof *info);
@@ -338,6 +339,11 @@ static void test_capabilities(const stub_api *api, adil_engine *engine) {
     api->grammar_free(NULL);
     api->context_free(ctx);
     api->model_free(model);
+    double macs = -1.0;
+    CHECK_STATUS(api, api->engine_int8_peak(engine, 0, &macs), ADIL_STATUS_CAPABILITY);
+    CHECK_ERROR_HAS(api, "the stub has no kernels");
+    CHECK(macs == -1.0);
+    CHECK_STATUS(api, api->engine_int8_peak(NULL, 0, &macs), ADIL_STATUS_INVALID_ARGUMENT);
 }
 
 int main(void) {

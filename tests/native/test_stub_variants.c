@@ -107,6 +107,7 @@ static void test_abi2_6(void) {
     CHECK(strcmp(info->capabilities, "grammar,logprobs,lookup") == 0);
     CHECK(api.run_token_logprobs != NULL);
     CHECK(api.model_kv_bytes != NULL);
+    CHECK(api.engine_int8_peak != NULL); /* a 2.5 function */
     check_serves(&api);
     stub_api_close(&api);
 }
@@ -129,7 +130,8 @@ static void test_abi2_2(void) {
     CHECK(info->size_run_stats == ADIL_SIZE_2_1_RUN_STATS);
     CHECK(strcmp(info->capabilities, "grammar,logprobs") == 0);
     CHECK(api.run_token_logprobs != NULL);
-    CHECK(api.model_kv_bytes == NULL); /* a 2.4 function */
+    CHECK(api.model_kv_bytes == NULL);   /* a 2.4 function */
+    CHECK(api.engine_int8_peak == NULL); /* a 2.5 function */
     adil_engine *engine = test_open_engine(&api);
     adil_model *model = NULL;
     CHECK_STATUS(&api, test_load_data(&api, engine, "stub_basic.json", &model), ADIL_OK);
@@ -167,6 +169,7 @@ static void test_abi2_1(void) {
     CHECK(strcmp(info->capabilities, "grammar") == 0);
     CHECK(api.run_token_logprobs == NULL);
     CHECK(api.model_kv_bytes == NULL);
+    CHECK(api.engine_int8_peak == NULL);
     adil_engine *engine = test_open_engine(&api);
     adil_model *model = NULL;
     CHECK_STATUS(&api, test_load_data(&api, engine, "stub_basic.json", &model), ADIL_OK);
@@ -204,6 +207,7 @@ static void test_abi2_0(void) {
     CHECK(info->size_run_params == ADIL_SIZE_2_0_RUN_PARAMS);
     CHECK(api.run_token_logprobs == NULL);
     CHECK(api.model_kv_bytes == NULL);
+    CHECK(api.engine_int8_peak == NULL);
     check_serves(&api);
     stub_api_close(&api);
 }

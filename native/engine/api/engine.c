@@ -2,6 +2,8 @@
  * engine.c — adil_engine_open / adil_engine_close: checks the host and keeps
  * the defaults (thread count, backend) that models inherit.
  */
+#include "compute/cpu_level.h"
+#include "compute/int8_peak.h"
 #include "engine_internal.h"
 
 #include <stdlib.h>
@@ -36,3 +38,19 @@ ADIL_API adil_status adil_engine_open(const adil_host_info *host, const adil_eng
 }
 
 ADIL_API void adil_engine_close(adil_engine *engine) { free(engine); }
+
+ADIL_API adil_status adil_engine_int8_peak(adil_engine *engine, uint32_t n_threads, double *macs_per_s) {
+    if (!engine || !macs_per_s)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "adil_engine_int8_peak: engine and macs_per_s are required");
+    adil_int8_peak_kernel kernel;
+    if (!adil_int8_peak_kernel_for_level(&kernel))
+        return adil_fail(ADIL_STATUS_CAPABILITY,
+                         "adil_engine_int8_peak: no int8 kernel at the %s CPU level to measure a peak of",
+                         adil_cpu_level_name());
+    if (n_threads == 0) n_threads = engine->n_threads;
+    if (n_threads > ADIL_POOL_MAX_THREADS) n_threads = ADIL_POOL_MAX_THREADS;
+    adil_status st = adil_int8_peak_measure(kernel, (int)n_threads, 50.0, macs_per_s);
+    if (st == ADIL_OK) adil_clear_error();
+    return st;
+}

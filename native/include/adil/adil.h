@@ -45,7 +45,7 @@
  *    and .n_draft_accepted (ADIL_SIZE_2_3_RUN_STATS).
  *  - 2.4: the function adil_model_kv_bytes (no struct changed).
  *  - 2.5: adil_model_info.decode_bytes and .decode_params
- *    (ADIL_SIZE_2_5_MODEL_INFO).
+ *    (ADIL_SIZE_2_5_MODEL_INFO); the function adil_engine_int8_peak.
  *    A function appended in minor N is marked, as appended fields are, by a
  *    comment of its own, 2.N, before its description.  A host resolves it
  *    only from an engine whose minor is >= N (an engine of an earlier minor
@@ -261,6 +261,24 @@ ADIL_API adil_status adil_engine_open(const adil_host_info *host, const adil_eng
 
 /* Closes an engine.  All its models must be freed first.  NULL is a no-op. */
 ADIL_API void adil_engine_close(adil_engine *engine);
+
+/* 2.5 */
+/* Measures the int8 multiply-accumulate peak of this CPU, the ceiling of
+ * quantized matrix products: a micro-kernel that keeps everything in
+ * registers (no memory traffic; enough independent accumulators to cover
+ * the instruction's latency) runs on n_threads threads (0 = the engine's
+ * default, adil_engine_params.n_threads) for about 60 ms (10 ms of warm-up,
+ * 50 measured), and *macs_per_s gets the int8 x int8 products per second
+ * of all threads together.  The
+ * kernel is the best of the engine's CPU level (ADIL_CPU): AVX-512 VNNI
+ * vpdpbusd on zmm (64 products an instruction), else AVX-VNNI vpdpbusd on
+ * ymm (32), else AVX2 vpmaddubsw + vpmaddwd + vpaddd (32).  The figure is
+ * a measurement, so it moves with what else the cores run.
+ * ADIL_STATUS_CAPABILITY when the engine has no int8 kernel to measure (the
+ * CPU engine at the scalar level, the stub), ADIL_STATUS_INVALID_ARGUMENT
+ * for a NULL engine or macs_per_s.  Blocks its caller for the measurement;
+ * any thread. */
+ADIL_API adil_status adil_engine_int8_peak(adil_engine *engine, uint32_t n_threads, double *macs_per_s);
 
 /* ===================================================================== *
  * Models
