@@ -64,7 +64,7 @@ def test_bench_json_report(tiny: Path) -> None:
                 "prefill_peak_fraction"):
         assert report[key] > 0, key
     assert report["prefill_macs_per_s"] == pytest.approx(
-        report["prefill_tokens_per_s"] * report["decode_params"])
+        report["prefill_tokens_per_s"] * report["prefill_params"])
     assert report["prefill_peak_fraction"] == pytest.approx(
         report["prefill_macs_per_s"] / report["int8_peak_macs_per_s"])
     assert report["threads"] == 1 and report["gen_tokens"] == 8
@@ -177,6 +177,6 @@ def test_bench_prefill_line_against_the_int8_peak(tiny: Path) -> None:
     assert result.int8_peak_macs_per_s is not None and result.prefill_macs_per_s is not None
     line = next(x for x in format_table(result).splitlines() if x.startswith("prefill: "))
     assert " GMAC/s = " in line and "% of the int8 peak " in line
-    unknown = dataclasses.replace(result, int8_peak_macs_per_s=None, decode_params=None)
+    unknown = dataclasses.replace(result, int8_peak_macs_per_s=None, prefill_params=None)
     assert unknown.prefill_macs_per_s is None and unknown.prefill_peak_fraction is None
     assert "prefill: - (the engine measures no int8 peak)" in format_table(unknown)

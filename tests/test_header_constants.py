@@ -101,7 +101,7 @@ def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> No
     assert LAST_FIELDS[2] == {"adil_run_params": "n_logprobs"}
     assert LAST_FIELDS[3] == {"adil_run_params": "speculative",
                               "adil_run_stats": "n_draft_accepted"}
-    assert LAST_FIELDS[5] == {"adil_model_info": "decode_params"}
+    assert LAST_FIELDS[5] == {"adil_model_info": "n_embd"}
     for minor, fields in LAST_FIELDS.items():
         for struct in fields:
             assert SIZES[minor][struct] == compiled[f"2.{minor} {struct}"], (minor, struct)

@@ -137,6 +137,7 @@ def test_decode_bytes_counts_the_routed_experts(engine: adil.Engine, tmp_path: P
     with engine.load_model(path) as model:
         assert (model.info.size_bytes, model.info.decode_bytes) == (total, read)
         assert (model.info.n_params, model.info.decode_params) == (n_params, multiplied)
+        assert model.info.n_embd == spec_for(arch).n_embd
     assert (read < total) if arch != "llama" else (read <= total)
 
 
@@ -146,6 +147,8 @@ def test_decode_bytes_is_none_before_abi_2_5(variant_libraries: dict[str, str],
     with adil.Engine.open(library=variant_libraries["abi2_2"]) as old, \
             old.load_model(write_script({"turns": [{"text": "x"}]})) as model:
         assert model.info.decode_bytes is None and model.info.decode_params is None
+        assert model.info.n_embd is None
     with adil.Engine.open(library=variant_libraries["abi2_6"]) as later, \
             later.load_model(write_script({"turns": [{"text": "x"}]})) as model:
-        assert model.info.decode_bytes == model.info.decode_params == 0  # the stub has no weights
+        # the stub has no weights
+        assert model.info.decode_bytes == model.info.decode_params == model.info.n_embd == 0

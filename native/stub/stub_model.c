@@ -92,6 +92,7 @@ ADIL_API adil_status adil_model_get_info(const adil_model *model, adil_model_inf
         .n_threads = model->n_threads,
         .decode_bytes = 0,
         .decode_params = 0,
+        .n_embd = 0,
     };
     /* A variant of an earlier minor writes only the fields that minor has. */
     adil_status st = adil_copy_out(out, &info, STUB_SIZEOF_MODEL_INFO, ADIL_SIZE_2_0_MODEL_INFO,

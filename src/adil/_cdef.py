@@ -129,6 +129,7 @@ typedef struct adil_model_info {
 
     uint64_t decode_bytes;
     uint64_t decode_params;
+    uint32_t n_embd;
 } adil_model_info;
 
 adil_status adil_model_load(adil_engine *engine, const char *path, const adil_model_params *params,
@@ -307,7 +308,7 @@ LAST_FIELDS: dict[int, dict[str, str]] = {
         "adil_run_stats": "n_draft_accepted",
     },
     5: {
-        "adil_model_info": "decode_params",
+        "adil_model_info": "n_embd",
     },
 }
 

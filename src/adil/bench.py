@@ -214,17 +214,15 @@ class BenchResult:
     decode_bytes: int | None = None
     # the int8 multiply-accumulate peak of this CPU on `threads` threads
     # (Engine.int8_peak; None: the engine measures none) and the weights a
-    # token multiplies by (Model.info.decode_params; None before ABI 2.5)
+    # prefilled token multiplies by (prefill_params; None before ABI 2.5)
     int8_peak_macs_per_s: float | None = None
-    decode_params: int | None = None
+    prefill_params: float | None = None
 
     @property
     def prefill_macs_per_s(self) -> float | None:
-        """Prefill tokens/s times the weights each token multiplies by (the
-        matrix products' multiply-adds; attention not counted).  An upper
-        bound: decode_params counts the output head, which prefill applies
-        to the prompt's last token only (gemma3-270m: 63% of its params)."""
-        return self.prefill.median * self.decode_params if self.decode_params else None
+        """Prefill tokens/s times the weights each prompt token multiplies
+        by (the matrix products' multiply-adds; attention not counted)."""
+        return self.prefill.median * self.prefill_params if self.prefill_params else None
 
     @property
     def prefill_peak_fraction(self) -> float | None:
@@ -371,7 +369,8 @@ def run_bench(
         weight_bytes, decode_bytes = model.info.size_bytes, model.info.decode_bytes
         n_ctx, kv_bytes = model.info.context_length, model.info.kv_cache_bytes
         peak = peak_rss_bytes()
-        int8_peak, decode_params = engine.int8_peak(threads), model.info.decode_params
+        int8_peak = engine.int8_peak(threads)
+        prefill_params = _prefill_params(model.info, prompt_tokens)
     return BenchResult(
         model=model_path,
         engine=engine_name,
@@ -392,7 +391,7 @@ def run_bench(
         decode_bytes=decode_bytes,
         depths=results,
         int8_peak_macs_per_s=int8_peak,
-        decode_params=decode_params,
+        prefill_params=prefill_params,
     )
 
 
@@ -499,6 +498,17 @@ def _mask_times(model: Model, prompt: Any, constraint: Constraint) -> list[float
         except OutputValidationError:
             pass  # truncated: the steps before count all the same
     return times
+
+
+def _prefill_params(info: Any, prompt_tokens: int) -> float | None:
+    """The weights one prompt token multiplies by, on average over a prompt
+    of `prompt_tokens`: a decoded token's (Model.info.decode_params), but
+    the output head (n_vocab x n_embd) only for the prompt's last token,
+    which is all prefill applies it to.  None before ABI 2.5."""
+    if not info.decode_params or info.n_embd is None:
+        return None
+    head = info.n_vocab * info.n_embd
+    return float(info.decode_params - head + head / prompt_tokens)
 
 
 def _mib(n: int | None) -> str:

@@ -118,6 +118,9 @@ class ModelInfo:
     # weights one decoded token multiplies by (adil_model_info.decode_params,
     # counted as decode_bytes is: a token's multiply-adds before attention)
     decode_params: int | None = None
+    # the width of the residual stream (adil_model_info.n_embd; 0 for the
+    # stub, None before ABI 2.5)
+    n_embd: int | None = None
 
 
 class Engine:
@@ -336,6 +339,7 @@ class Model:
             threads=raw.n_threads,
             decode_bytes=int(raw.decode_bytes) if since_2_5 else None,
             decode_params=int(raw.decode_params) if since_2_5 else None,
+            n_embd=int(raw.n_embd) if since_2_5 else None,
         )
 
     def _kv_cache_bytes(self, threads: int | None, context_length: int | None) -> int:

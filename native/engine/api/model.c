@@ -77,6 +77,7 @@ static adil_status fill_info(adil_model *m, const char *path) {
     info->n_threads = (uint32_t)adil_pool_n_threads(m->pool);
     info->decode_bytes = m->tf.decode_bytes;
     info->decode_params = m->tf.decode_params;
+    info->n_embd = (uint32_t)m->tf.hp.n_embd;
     return ADIL_OK;
 }
 

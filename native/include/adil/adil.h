@@ -44,7 +44,7 @@
  *    (prompt n-gram) decoding (capability "lookup"); adil_run_stats.n_drafted
  *    and .n_draft_accepted (ADIL_SIZE_2_3_RUN_STATS).
  *  - 2.4: the function adil_model_kv_bytes (no struct changed).
- *  - 2.5: adil_model_info.decode_bytes and .decode_params
+ *  - 2.5: adil_model_info.decode_bytes, .decode_params and .n_embd
  *    (ADIL_SIZE_2_5_MODEL_INFO); the function adil_engine_int8_peak.
  *    A function appended in minor N is marked, as appended fields are, by a
  *    comment of its own, 2.N, before its description.  A host resolves it
@@ -325,10 +325,11 @@ typedef struct adil_model_info {
     uint64_t decode_params; /* weights (elements) one decoded token multiplies by, counted as
                                decode_bytes counts bytes: the multiply-adds of a token's matrix
                                products, before attention */
+    uint32_t n_embd;        /* the width of the residual stream (0: the engine has none, the stub) */
 } adil_model_info;
 
 #define ADIL_SIZE_2_0_MODEL_INFO ADIL_SIZE_THROUGH(adil_model_info, n_threads)
-#define ADIL_SIZE_2_5_MODEL_INFO ADIL_SIZE_THROUGH(adil_model_info, decode_params)
+#define ADIL_SIZE_2_5_MODEL_INFO ADIL_SIZE_THROUGH(adil_model_info, n_embd)
 
 /* Loads a model file.  `params` may be NULL.  Returns ADIL_STATUS_IO when the
  * file cannot be read or is not a regular file (a directory, a named pipe, a
