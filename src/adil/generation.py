@@ -177,6 +177,10 @@ class Generation(Iterator[Piece]):
         self._raw_stop = STOP_REASONS["ADIL_STOP_NONE"]
         self._value: Any = None
         self._capacity = STEP_CAPACITY  # tokens per step (adil.bench steps one at a time)
+        # The first step returns with the first token (time to first token),
+        # unless nobody reads the pieces (completion()): then it is one more
+        # step for nothing.
+        self._first_token_alone = True
         # Appended per step and joined when read: += on a str or tuple
         # attribute copies it, which made long outputs quadratic.
         self._text_parts: list[str] = []
@@ -271,7 +275,7 @@ class Generation(Iterator[Piece]):
         # step once its budget (20 ms) has passed, so a prefill just under
         # the budget would otherwise decode a second token (another forward
         # pass) before the caller saw the first one.
-        capacity = 1 if first else self._capacity
+        capacity = 1 if first and self._first_token_alone else self._capacity
         handler = _python_sigint_handler()
         if handler is not None and (first or handler is not signal.default_int_handler):
             return _step_interruptibly(self._lib, run, self._buffer, capacity, self._n_out)
@@ -447,6 +451,7 @@ class Generation(Iterator[Piece]):
 
     def completion(self) -> Completion:
         """Consumes the rest and returns the whole :class:`Completion`."""
+        self._first_token_alone = False  # no piece is read before the end
         for _ in self:
             pass
         return Completion(self.text, self.tokens, self.stop_reason, self.stats,
