@@ -5,6 +5,7 @@
  * instructions on registers (the compiler, given intrinsics, copies the
  * accumulators around).
  */
+#include "compute/simd/int8_peak_asm.h"
 #include "compute/simd/int8_peak_kernels.h"
 
 #include <immintrin.h>
@@ -15,36 +16,13 @@
 uint64_t adil_int8_peak_avx512_vnni(uint64_t n_iter) {
     if (n_iter == 0) return 0;
     __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-2), out;
-    __asm__ volatile("vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
-                     "vpxord %%zmm1, %%zmm1, %%zmm1\n\t"
-                     "vpxord %%zmm2, %%zmm2, %%zmm2\n\t"
-                     "vpxord %%zmm3, %%zmm3, %%zmm3\n\t"
-                     "vpxord %%zmm4, %%zmm4, %%zmm4\n\t"
-                     "vpxord %%zmm5, %%zmm5, %%zmm5\n\t"
-                     "vpxord %%zmm6, %%zmm6, %%zmm6\n\t"
-                     "vpxord %%zmm7, %%zmm7, %%zmm7\n\t"
-                     "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"
-                     "vpxord %%zmm9, %%zmm9, %%zmm9\n\t"
-                     "vpxord %%zmm10, %%zmm10, %%zmm10\n\t"
-                     "vpxord %%zmm11, %%zmm11, %%zmm11\n\t"
-                     "1:\n\t" ZMM_CHAIN(0) ZMM_CHAIN(1) ZMM_CHAIN(2) ZMM_CHAIN(3) ZMM_CHAIN(4) ZMM_CHAIN(5)
-                         ZMM_CHAIN(6) ZMM_CHAIN(7) ZMM_CHAIN(8) ZMM_CHAIN(9) ZMM_CHAIN(10)
-                             ZMM_CHAIN(11) "dec %[n]\n\t"
-                                           "jnz 1b\n\t"
-                                           "vpaddd %%zmm1, %%zmm0, %%zmm0\n\t"
-                                           "vpaddd %%zmm3, %%zmm2, %%zmm2\n\t"
-                                           "vpaddd %%zmm5, %%zmm4, %%zmm4\n\t"
-                                           "vpaddd %%zmm7, %%zmm6, %%zmm6\n\t"
-                                           "vpaddd %%zmm9, %%zmm8, %%zmm8\n\t"
-                                           "vpaddd %%zmm11, %%zmm10, %%zmm10\n\t"
-                                           "vpaddd %%zmm2, %%zmm0, %%zmm0\n\t"
-                                           "vpaddd %%zmm6, %%zmm4, %%zmm4\n\t"
-                                           "vpaddd %%zmm10, %%zmm8, %%zmm8\n\t"
-                                           "vpaddd %%zmm4, %%zmm0, %%zmm0\n\t"
-                                           "vpaddd %%zmm8, %%zmm0, %[out]\n\t"
+    __asm__ volatile(PEAK_ZERO_12("vpxord", "zmm") "1:\n\t" ZMM_CHAIN(0) ZMM_CHAIN(1) ZMM_CHAIN(2)
+                         ZMM_CHAIN(3) ZMM_CHAIN(4) ZMM_CHAIN(5) ZMM_CHAIN(6) ZMM_CHAIN(7) ZMM_CHAIN(8)
+                             ZMM_CHAIN(9) ZMM_CHAIN(10)
+                                 ZMM_CHAIN(11) "dec %[n]\n\t"
+                                               "jnz 1b\n\t" PEAK_SUM_12("zmm") "vmovdqa64 %%zmm0, %[out]\n\t"
                      : [n] "+r"(n_iter), [out] "=v"(out)
                      : [u] "v"(u), [s] "v"(s)
-                     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
-                       "xmm10", "xmm11", "cc");
+                     : PEAK_CLOBBER_12, "cc");
     return (uint32_t)_mm512_reduce_add_epi32(out);
 }
