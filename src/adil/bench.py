@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from .constraints import Constraint, schema_constraint
-from .engine import Engine, Model
+from .engine import Engine, Model, ModelInfo
 from .errors import EngineInternalError, InvalidArgumentError, OutputValidationError
 from .sampling import Sampling
 
@@ -294,12 +294,9 @@ def measure_read_bandwidth(threads: int, size_bytes: int = 1 << 30, rounds: int 
 
 def _prompt(model: Model, n_tokens: int) -> np.ndarray[Any, np.dtype[np.int32]]:
     """A reproducible prompt of ordinary tokens (BOS first when the model has one)."""
-    info = model.info
-    rng = np.random.default_rng(1234)
-    low = min(1000, info.n_vocab // 4)
-    ids = rng.integers(low, info.n_vocab - 1, size=n_tokens, dtype=np.int32)
-    if info.bos_token is not None:
-        ids[0] = info.bos_token
+    ids = _ordinary_tokens(model, n_tokens, seed=1234)
+    if model.info.bos_token is not None:
+        ids[0] = model.info.bos_token
     return ids
 
 
@@ -500,7 +497,7 @@ def _mask_times(model: Model, prompt: Any, constraint: Constraint) -> list[float
     return times
 
 
-def _prefill_params(info: Any, prompt_tokens: int) -> float | None:
+def _prefill_params(info: ModelInfo, prompt_tokens: int) -> float | None:
     """The weights one prompt token multiplies by, on average over a prompt
     of `prompt_tokens`: a decoded token's (Model.info.decode_params), but
     the output head (n_vocab x n_embd) only for the prompt's last token,
