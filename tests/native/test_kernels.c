@@ -177,7 +177,7 @@ static void test_matmul_type(adil_pool *pool, uint32_t type, double budget) {
     for (int64_t i = 0; i < n_tokens * cols; i++) {
         x[i] = next_f();
     }
-    adil_weight weight = {type, rows, cols, w};
+    adil_weight weight = {type, rows, cols, w, ADIL_LAYOUT_ROWS};
     CHECK(adil_get_rows(&weight, (const int32_t[]){0}, 0, wf) == ADIL_OK);
     for (int32_t r = 0; r < rows; r++) {
         CHECK(adil_get_rows(&weight, &r, 1, wf + r * cols) == ADIL_OK);
@@ -225,11 +225,11 @@ static void test_matmul(void) {
     test_matmul_type(pool, ADIL_WT_Q4_K, 2e-2);
 
     float x[32] = {0}, y[4];
-    adil_weight bad = {ADIL_WT_Q8_K, 1, 256, x};
+    adil_weight bad = {ADIL_WT_Q8_K, 1, 256, x, ADIL_LAYOUT_ROWS};
     CHECK(adil_matmul(pool, &bad, x, 1, y, NULL, 0) == ADIL_STATUS_INVALID_ARGUMENT);
-    adil_weight odd = {ADIL_WT_Q8_0, 1, 48, x};
+    adil_weight odd = {ADIL_WT_Q8_0, 1, 48, x, ADIL_LAYOUT_ROWS};
     CHECK(adil_matmul(pool, &odd, x, 1, y, NULL, 0) == ADIL_STATUS_INVALID_ARGUMENT);
-    adil_weight f32 = {ADIL_WT_F32, 4, 8, x};
+    adil_weight f32 = {ADIL_WT_F32, 4, 8, x, ADIL_LAYOUT_ROWS};
     CHECK(adil_matmul(pool, &f32, x, 0, y, NULL, 0) == ADIL_STATUS_INVALID_ARGUMENT);
     int32_t ids[2] = {1, 4};
     float rows[16];

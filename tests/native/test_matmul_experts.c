@@ -69,7 +69,7 @@ static adil_weight make_weight(const type_info *ti, int64_t rows) {
                 memcpy(data + b + ti->scale_at[s], &h, 2);
             }
     }
-    return (adil_weight){ti->type, rows, COLS, data};
+    return (adil_weight){ti->type, rows, COLS, data, ADIL_LAYOUT_ROWS};
 }
 
 /* The dot of weight row `r` of w with float row x, as the driver must give it. */

@@ -71,7 +71,7 @@ static adil_weight make_weight(const type_info *ti, int64_t rows) {
             }
         }
     }
-    adil_weight w = {ti->type, rows, COLS, data};
+    adil_weight w = {ti->type, rows, COLS, data, ADIL_LAYOUT_ROWS};
     return w;
 }
 

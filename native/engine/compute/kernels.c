@@ -18,35 +18,37 @@
 #include <string.h>
 
 /* Fields: activation type, dequantize, quantize, vec_dot, tile_dot (none in
- * scalar: matmul loops over vec_dot).  Types left out (integers, F64) have
- * no kernels. */
+ * scalar: matmul loops over vec_dot), tile_dot_r8 (none in scalar: weights
+ * stay row-major).  Types left out (integers, F64) have no kernels. */
 static const adil_wtype_kernels SCALAR[ADIL_WT_COUNT] = {
-    [ADIL_WT_F32] = {ADIL_WT_F32, adil_dequantize_row_f32, adil_quantize_row_f32, adil_vec_dot_f32_f32, NULL},
-    [ADIL_WT_F16] = {ADIL_WT_F32, adil_dequantize_row_f16, adil_quantize_row_f16, adil_vec_dot_f16_f32, NULL},
+    [ADIL_WT_F32] = {ADIL_WT_F32, adil_dequantize_row_f32, adil_quantize_row_f32, adil_vec_dot_f32_f32, NULL,
+                     NULL},
+    [ADIL_WT_F16] = {ADIL_WT_F32, adil_dequantize_row_f16, adil_quantize_row_f16, adil_vec_dot_f16_f32, NULL,
+                     NULL},
     [ADIL_WT_BF16] = {ADIL_WT_F32, adil_dequantize_row_bf16, adil_quantize_row_bf16, adil_vec_dot_bf16_f32,
-                      NULL},
+                      NULL, NULL},
     [ADIL_WT_Q4_0] = {ADIL_WT_Q8_0, adil_dequantize_row_q4_0, adil_quantize_row_q4_0, adil_vec_dot_q4_0_q8_0,
-                      NULL},
+                      NULL, NULL},
     [ADIL_WT_Q4_1] = {ADIL_WT_Q8_1, adil_dequantize_row_q4_1, adil_quantize_row_q4_1, adil_vec_dot_q4_1_q8_1,
-                      NULL},
+                      NULL, NULL},
     [ADIL_WT_Q5_0] = {ADIL_WT_Q8_0, adil_dequantize_row_q5_0, adil_quantize_row_q5_0, adil_vec_dot_q5_0_q8_0,
-                      NULL},
+                      NULL, NULL},
     [ADIL_WT_Q5_1] = {ADIL_WT_Q8_1, adil_dequantize_row_q5_1, adil_quantize_row_q5_1, adil_vec_dot_q5_1_q8_1,
-                      NULL},
+                      NULL, NULL},
     [ADIL_WT_Q8_0] = {ADIL_WT_Q8_0, adil_dequantize_row_q8_0, adil_quantize_row_q8_0, adil_vec_dot_q8_0_q8_0,
-                      NULL},
-    [ADIL_WT_IQ4_NL] = {ADIL_WT_Q8_0, adil_dequantize_row_iq4_nl, NULL, adil_vec_dot_iq4_nl_q8_0, NULL},
+                      NULL, NULL},
+    [ADIL_WT_IQ4_NL] = {ADIL_WT_Q8_0, adil_dequantize_row_iq4_nl, NULL, adil_vec_dot_iq4_nl_q8_0, NULL, NULL},
     [ADIL_WT_MXFP4] = {ADIL_WT_Q8_0, adil_dequantize_row_mxfp4, adil_quantize_row_mxfp4,
-                       adil_vec_dot_mxfp4_q8_0, NULL},
+                       adil_vec_dot_mxfp4_q8_0, NULL, NULL},
     /* Q8_1 and Q8_K are activation types: no weight dot product. */
-    [ADIL_WT_Q8_1] = {ADIL_WT_Q8_1, adil_dequantize_row_q8_1, adil_quantize_row_q8_1, NULL, NULL},
-    [ADIL_WT_Q2_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q2_K, NULL, adil_vec_dot_q2_K_q8_K, NULL},
-    [ADIL_WT_Q3_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q3_K, NULL, adil_vec_dot_q3_K_q8_K, NULL},
-    [ADIL_WT_Q4_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q4_K, NULL, adil_vec_dot_q4_K_q8_K, NULL},
-    [ADIL_WT_Q5_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q5_K, NULL, adil_vec_dot_q5_K_q8_K, NULL},
-    [ADIL_WT_Q6_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q6_K, NULL, adil_vec_dot_q6_K_q8_K, NULL},
-    [ADIL_WT_IQ4_XS] = {ADIL_WT_Q8_K, adil_dequantize_row_iq4_xs, NULL, adil_vec_dot_iq4_xs_q8_K, NULL},
-    [ADIL_WT_Q8_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q8_K, adil_quantize_row_q8_K, NULL, NULL},
+    [ADIL_WT_Q8_1] = {ADIL_WT_Q8_1, adil_dequantize_row_q8_1, adil_quantize_row_q8_1, NULL, NULL, NULL},
+    [ADIL_WT_Q2_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q2_K, NULL, adil_vec_dot_q2_K_q8_K, NULL, NULL},
+    [ADIL_WT_Q3_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q3_K, NULL, adil_vec_dot_q3_K_q8_K, NULL, NULL},
+    [ADIL_WT_Q4_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q4_K, NULL, adil_vec_dot_q4_K_q8_K, NULL, NULL},
+    [ADIL_WT_Q5_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q5_K, NULL, adil_vec_dot_q5_K_q8_K, NULL, NULL},
+    [ADIL_WT_Q6_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q6_K, NULL, adil_vec_dot_q6_K_q8_K, NULL, NULL},
+    [ADIL_WT_IQ4_XS] = {ADIL_WT_Q8_K, adil_dequantize_row_iq4_xs, NULL, adil_vec_dot_iq4_xs_q8_K, NULL, NULL},
+    [ADIL_WT_Q8_K] = {ADIL_WT_Q8_K, adil_dequantize_row_q8_K, adil_quantize_row_q8_K, NULL, NULL, NULL},
 };
 
 typedef struct kernel_override {
@@ -54,47 +56,48 @@ typedef struct kernel_override {
     adil_quantize_row_fn quantize_row; /* NULL: keep */
     adil_vec_dot_fn vec_dot;           /* NULL: keep */
     adil_tile_dot_fn tile_dot;         /* NULL: keep */
+    adil_tile_dot_fn tile_dot_r8;      /* NULL: keep */
 } kernel_override;
 
 #if defined(__x86_64__)
 static const kernel_override AVX2_KERNELS[] = {
-    {ADIL_WT_F32, NULL, adil_vec_dot_f32_avx2, NULL},
-    {ADIL_WT_F16, NULL, adil_vec_dot_f16_avx2, NULL},
-    {ADIL_WT_BF16, NULL, adil_vec_dot_bf16_avx2, NULL},
-    {ADIL_WT_Q8_0, adil_quantize_row_q8_0_avx2, adil_vec_dot_q8_0_avx2, adil_tile_q8_0_avx2},
-    {ADIL_WT_Q4_0, NULL, adil_vec_dot_q4_0_avx2, adil_tile_q4_0_avx2},
-    {ADIL_WT_Q5_0, NULL, adil_vec_dot_q5_0_avx2, adil_tile_q5_0_avx2},
-    {ADIL_WT_Q4_1, NULL, adil_vec_dot_q4_1_avx2, adil_tile_q4_1_avx2},
-    {ADIL_WT_Q5_1, NULL, adil_vec_dot_q5_1_avx2, adil_tile_q5_1_avx2},
-    {ADIL_WT_IQ4_NL, NULL, adil_vec_dot_iq4_nl_avx2, adil_tile_iq4_nl_avx2},
-    {ADIL_WT_MXFP4, NULL, adil_vec_dot_mxfp4_avx2, adil_tile_mxfp4_avx2},
-    {ADIL_WT_Q8_1, adil_quantize_row_q8_1_avx2, NULL, NULL},
-    {ADIL_WT_Q2_K, NULL, adil_vec_dot_q2_K_avx2, adil_tile_q2_K_avx2},
-    {ADIL_WT_Q3_K, NULL, adil_vec_dot_q3_K_avx2, adil_tile_q3_K_avx2},
-    {ADIL_WT_Q4_K, NULL, adil_vec_dot_q4_K_avx2, adil_tile_q4_K_avx2},
-    {ADIL_WT_Q5_K, NULL, adil_vec_dot_q5_K_avx2, adil_tile_q5_K_avx2},
-    {ADIL_WT_Q6_K, NULL, adil_vec_dot_q6_K_avx2, adil_tile_q6_K_avx2},
-    {ADIL_WT_IQ4_XS, NULL, adil_vec_dot_iq4_xs_avx2, adil_tile_iq4_xs_avx2},
-    {ADIL_WT_Q8_K, adil_quantize_row_q8_K_avx2, NULL, NULL},
+    {ADIL_WT_F32, NULL, adil_vec_dot_f32_avx2, NULL, NULL},
+    {ADIL_WT_F16, NULL, adil_vec_dot_f16_avx2, NULL, NULL},
+    {ADIL_WT_BF16, NULL, adil_vec_dot_bf16_avx2, NULL, NULL},
+    {ADIL_WT_Q8_0, adil_quantize_row_q8_0_avx2, adil_vec_dot_q8_0_avx2, adil_tile_q8_0_avx2, NULL},
+    {ADIL_WT_Q4_0, NULL, adil_vec_dot_q4_0_avx2, adil_tile_q4_0_avx2, NULL},
+    {ADIL_WT_Q5_0, NULL, adil_vec_dot_q5_0_avx2, adil_tile_q5_0_avx2, NULL},
+    {ADIL_WT_Q4_1, NULL, adil_vec_dot_q4_1_avx2, adil_tile_q4_1_avx2, NULL},
+    {ADIL_WT_Q5_1, NULL, adil_vec_dot_q5_1_avx2, adil_tile_q5_1_avx2, NULL},
+    {ADIL_WT_IQ4_NL, NULL, adil_vec_dot_iq4_nl_avx2, adil_tile_iq4_nl_avx2, NULL},
+    {ADIL_WT_MXFP4, NULL, adil_vec_dot_mxfp4_avx2, adil_tile_mxfp4_avx2, NULL},
+    {ADIL_WT_Q8_1, adil_quantize_row_q8_1_avx2, NULL, NULL, NULL},
+    {ADIL_WT_Q2_K, NULL, adil_vec_dot_q2_K_avx2, adil_tile_q2_K_avx2, NULL},
+    {ADIL_WT_Q3_K, NULL, adil_vec_dot_q3_K_avx2, adil_tile_q3_K_avx2, NULL},
+    {ADIL_WT_Q4_K, NULL, adil_vec_dot_q4_K_avx2, adil_tile_q4_K_avx2, adil_tile_q4_K_r8_avx2},
+    {ADIL_WT_Q5_K, NULL, adil_vec_dot_q5_K_avx2, adil_tile_q5_K_avx2, NULL},
+    {ADIL_WT_Q6_K, NULL, adil_vec_dot_q6_K_avx2, adil_tile_q6_K_avx2, NULL},
+    {ADIL_WT_IQ4_XS, NULL, adil_vec_dot_iq4_xs_avx2, adil_tile_iq4_xs_avx2, NULL},
+    {ADIL_WT_Q8_K, adil_quantize_row_q8_K_avx2, NULL, NULL, NULL},
 };
 
 static const kernel_override AVX512_KERNELS[] = {
-    {ADIL_WT_F32, NULL, adil_vec_dot_f32_avx512, NULL},
-    {ADIL_WT_F16, NULL, adil_vec_dot_f16_avx512, NULL},
-    {ADIL_WT_BF16, NULL, adil_vec_dot_bf16_avx512, NULL},
-    {ADIL_WT_Q8_0, NULL, adil_vec_dot_q8_0_avx512, adil_tile_q8_0_avx512},
-    {ADIL_WT_Q4_0, NULL, adil_vec_dot_q4_0_avx512, adil_tile_q4_0_avx512},
-    {ADIL_WT_Q5_0, NULL, adil_vec_dot_q5_0_avx512, adil_tile_q5_0_avx512},
-    {ADIL_WT_Q4_1, NULL, adil_vec_dot_q4_1_avx512, adil_tile_q4_1_avx512},
-    {ADIL_WT_Q5_1, NULL, adil_vec_dot_q5_1_avx512, adil_tile_q5_1_avx512},
-    {ADIL_WT_IQ4_NL, NULL, adil_vec_dot_iq4_nl_avx512, adil_tile_iq4_nl_avx512},
-    {ADIL_WT_MXFP4, NULL, adil_vec_dot_mxfp4_avx512, adil_tile_mxfp4_avx512},
-    {ADIL_WT_Q2_K, NULL, adil_vec_dot_q2_K_avx512, adil_tile_q2_K_avx512},
-    {ADIL_WT_Q3_K, NULL, adil_vec_dot_q3_K_avx512, adil_tile_q3_K_avx512},
-    {ADIL_WT_Q4_K, NULL, adil_vec_dot_q4_K_avx512, adil_tile_q4_K_avx512},
-    {ADIL_WT_Q5_K, NULL, adil_vec_dot_q5_K_avx512, adil_tile_q5_K_avx512},
-    {ADIL_WT_Q6_K, NULL, adil_vec_dot_q6_K_avx512, adil_tile_q6_K_avx512},
-    {ADIL_WT_IQ4_XS, NULL, adil_vec_dot_iq4_xs_avx512, adil_tile_iq4_xs_avx512},
+    {ADIL_WT_F32, NULL, adil_vec_dot_f32_avx512, NULL, NULL},
+    {ADIL_WT_F16, NULL, adil_vec_dot_f16_avx512, NULL, NULL},
+    {ADIL_WT_BF16, NULL, adil_vec_dot_bf16_avx512, NULL, NULL},
+    {ADIL_WT_Q8_0, NULL, adil_vec_dot_q8_0_avx512, adil_tile_q8_0_avx512, NULL},
+    {ADIL_WT_Q4_0, NULL, adil_vec_dot_q4_0_avx512, adil_tile_q4_0_avx512, NULL},
+    {ADIL_WT_Q5_0, NULL, adil_vec_dot_q5_0_avx512, adil_tile_q5_0_avx512, NULL},
+    {ADIL_WT_Q4_1, NULL, adil_vec_dot_q4_1_avx512, adil_tile_q4_1_avx512, NULL},
+    {ADIL_WT_Q5_1, NULL, adil_vec_dot_q5_1_avx512, adil_tile_q5_1_avx512, NULL},
+    {ADIL_WT_IQ4_NL, NULL, adil_vec_dot_iq4_nl_avx512, adil_tile_iq4_nl_avx512, NULL},
+    {ADIL_WT_MXFP4, NULL, adil_vec_dot_mxfp4_avx512, adil_tile_mxfp4_avx512, NULL},
+    {ADIL_WT_Q2_K, NULL, adil_vec_dot_q2_K_avx512, adil_tile_q2_K_avx512, NULL},
+    {ADIL_WT_Q3_K, NULL, adil_vec_dot_q3_K_avx512, adil_tile_q3_K_avx512, NULL},
+    {ADIL_WT_Q4_K, NULL, adil_vec_dot_q4_K_avx512, adil_tile_q4_K_avx512, adil_tile_q4_K_r8_avx512},
+    {ADIL_WT_Q5_K, NULL, adil_vec_dot_q5_K_avx512, adil_tile_q5_K_avx512, NULL},
+    {ADIL_WT_Q6_K, NULL, adil_vec_dot_q6_K_avx512, adil_tile_q6_K_avx512, NULL},
+    {ADIL_WT_IQ4_XS, NULL, adil_vec_dot_iq4_xs_avx512, adil_tile_iq4_xs_avx512, NULL},
 };
 #endif
 
@@ -109,6 +112,7 @@ static void apply(adil_wtype_kernels *table, const kernel_override *o, size_t co
         k->quantize_row = o[i].quantize_row ? o[i].quantize_row : k->quantize_row;
         k->vec_dot = o[i].vec_dot ? o[i].vec_dot : k->vec_dot;
         k->tile_dot = o[i].tile_dot ? o[i].tile_dot : k->tile_dot;
+        k->tile_dot_r8 = o[i].tile_dot_r8 ? o[i].tile_dot_r8 : k->tile_dot_r8;
     }
 }
 #endif

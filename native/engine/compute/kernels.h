@@ -60,6 +60,10 @@ typedef struct adil_wtype_kernels {
     adil_quantize_row_fn quantize_row;     /* NULL when not implemented */
     adil_vec_dot_fn vec_dot;               /* NULL: cannot be a matmul weight */
     adil_tile_dot_fn tile_dot;             /* NULL: callers loop over vec_dot */
+    /* The tile kernel of the 8-row layout (compute/repack.h): n_rows a
+     * multiple of 8, w at a group's first row.  NULL: weights of this type
+     * stay row-major at this level. */
+    adil_tile_dot_fn tile_dot_r8;
 } adil_wtype_kernels;
 
 /* The kernels of `type` at the selected CPU level, or NULL when the id is

@@ -22,6 +22,7 @@
 #include "compute/matmul.h"
 
 #include "compute/kernels.h"
+#include "compute/repack.h"
 
 #include <inttypes.h>
 
@@ -33,11 +34,14 @@
 #define MAX_CHUNK_BYTES   (512 * 1024)
 #define QUANT_TOKENS      8
 #define ACT_ALIGN         64 /* each activation type's rows start on their own cache line */
+_Static_assert(ROW_GRAIN % ADIL_R8_ROWS == 0, "chunks start at a group of the 8-row layout");
 
 /* One weight of the group, ready to compute. */
 typedef struct mm_part {
     const adil_wtype_kernels *wk;
-    const uint8_t *w; /* [rows][w_row bytes] */
+    adil_tile_dot_fn tile; /* the tile kernel of its layout; NULL: loop over vec_dot */
+    int64_t row_align;     /* rows a tile starts at a multiple of (8 for the 8-row layout) */
+    const uint8_t *w;      /* [rows][w_row bytes] */
     size_t w_row;
     int64_t rows;
     float *y;           /* [n_tokens][rows] */
@@ -84,6 +88,14 @@ static adil_status check_weight(const adil_mm_group *g, int i) {
                          "matmul: weight %d: expected %" PRId64 " columns (a positive multiple of %" PRId64
                          ") and rows >= 1, got %" PRId64 " x %" PRId64,
                          i, g->w[0]->cols, block, w->rows, w->cols);
+    }
+    if (w->layout != ADIL_LAYOUT_ROWS &&
+        (w->layout != ADIL_LAYOUT_R8 || adil_wtype_kernels_get(w->type)->tile_dot_r8 == NULL ||
+         w->rows % ADIL_R8_ROWS != 0)) {
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "matmul: weight %d: layout %" PRIu32 " of %s with %" PRId64
+                         " rows has no kernel at this CPU level",
+                         i, w->layout, adil_wtype_name(w->type), w->rows);
     }
     if (g->epilogue != NULL && w->rows != g->w[0]->rows) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
@@ -138,11 +150,14 @@ static size_t plan_parts(mm_job *j, const adil_mm_group *g, const float *x, int6
     size_t end = 0;
     for (int i = 0; i < g->n; i++) {
         mm_part *p = &j->part[i];
+        const bool r8 = g->w[i]->layout == ADIL_LAYOUT_R8;
         *p = (mm_part){.wk = adil_wtype_kernels_get(g->w[i]->type),
                        .w = g->w[i]->data,
-                       .w_row = adil_row_size(g->w[i]->type, j->cols),
+                       .w_row = adil_weight_row_bytes(g->w[i]),
                        .rows = g->w[i]->rows,
                        .y = g->y[i]};
+        p->tile = r8 ? p->wk->tile_dot_r8 : p->wk->tile_dot;
+        p->row_align = r8 ? ADIL_R8_ROWS : 1;
         if (activations_are_floats(p->wk)) { /* F32/F16/BF16 weights dot with x itself */
             p->act = (const uint8_t *)x;
             p->act_row = (size_t)j->cols * sizeof(float);
@@ -223,8 +238,8 @@ static void dot_tile(const mm_job *j, const mm_part *p, int64_t r0, int64_t r1, 
         .y = p->y + t0 * p->rows + r0,
         .y_stride = (size_t)p->rows,
     };
-    if (p->wk->tile_dot != NULL) {
-        p->wk->tile_dot(&tile);
+    if (p->tile != NULL) {
+        p->tile(&tile);
         return;
     }
     for (int64_t t = 0; t < tile.n_tok; t++) {
@@ -239,7 +254,8 @@ static void dot_tile(const mm_job *j, const mm_part *p, int64_t r0, int64_t r1, 
 /* Rows [r0, r1) of part p for every token, tile by tile. */
 static void part_rows(const mm_job *j, const mm_part *p, int64_t r0, int64_t r1) {
     int64_t row_tile = j->n_tokens == 1 ? r1 - r0 : (int64_t)(TILE_BYTES / p->w_row);
-    row_tile = row_tile < 1 ? 1 : row_tile;
+    row_tile = row_tile / p->row_align * p->row_align; /* chunks start at multiples of ROW_GRAIN */
+    row_tile = row_tile < p->row_align ? p->row_align : row_tile;
     for (int64_t t0 = 0; t0 < j->n_tokens; t0 += TOKEN_TILE) {
         const int64_t t1 = t0 + TOKEN_TILE < j->n_tokens ? t0 + TOKEN_TILE : j->n_tokens;
         for (int64_t rt = r0; rt < r1; rt += row_tile) {
@@ -321,6 +337,10 @@ adil_status adil_matmul(adil_pool *pool, const adil_weight *w, const float *x, i
 adil_status adil_get_rows(const adil_weight *w, const int32_t *ids, int64_t n_ids, float *dst) {
     if (w == NULL || w->data == NULL || (n_ids > 0 && (ids == NULL || dst == NULL))) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "get_rows: expected non-NULL arguments");
+    }
+    if (w->layout != ADIL_LAYOUT_ROWS) { /* the loader keeps looked-up tensors row-major */
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "get_rows: expected a row-major weight, got layout %" PRIu32,
+                         w->layout);
     }
     const adil_wtype_facts *f = adil_wtype_facts_get(w->type);
     const adil_wtype_kernels *wk = adil_wtype_kernels_get(w->type);

@@ -4,7 +4,9 @@
  *
  * A weight matrix is `rows` rows of `cols` elements of one ggml type, row r
  * at data + r * adil_row_size(type, cols) — exactly the layout of a 2-D GGUF
- * tensor with ne[0] = cols, ne[1] = rows.
+ * tensor with ne[0] = cols, ne[1] = rows — or, after the model's load
+ * repacked it (layout ADIL_LAYOUT_R8, compute/repack.h), in groups of 8
+ * interleaved rows that the type's tile_dot_r8 kernel reads.
  *
  * One driver, adil_matmul_group, computes for one input
  *     y[i] = x · W[i]ᵀ,  i < n  (n <= ADIL_MM_GROUP_MAX)
@@ -28,8 +30,9 @@
  *
  * The kernels are those of the CPU level selected at first use
  * (cpu_level.h); every output is the level's vec_dot of its row and token
- * (the tile kernels' contract), so results are bit-identical for any
- * grouping, thread count and tiling at a given level.
+ * (the tile kernels' contract) or, for a repacked weight, its tile_dot_r8's,
+ * so results are bit-identical for any grouping, thread count and tiling at
+ * a given level.
  */
 #ifndef ADIL_MATMUL_H
 #define ADIL_MATMUL_H
@@ -40,11 +43,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* adil_weight.layout */
+enum {
+    ADIL_LAYOUT_ROWS = 0, /* the file's: row after row */
+    ADIL_LAYOUT_R8 = 1,   /* 8 rows interleaved (compute/repack.h) */
+};
+
 typedef struct adil_weight {
     uint32_t type;    /* ADIL_WT_* with kernels (adil_wtype_has_kernels) */
     int64_t rows;     /* output features */
     int64_t cols;     /* input features; a multiple of the type's block size */
-    const void *data; /* rows * adil_row_size(type, cols) bytes */
+    const void *data; /* rows * adil_weight_row_bytes(this) bytes (compute/repack.h) */
+    uint32_t layout;  /* ADIL_LAYOUT_ROWS (0, the file's) or ADIL_LAYOUT_R8 (repack.h) */
 } adil_weight;
 
 #define ADIL_MM_GROUP_MAX 4

@@ -15,6 +15,7 @@
 #include "compute/matmul_experts.h"
 
 #include "compute/kernels.h"
+#include "compute/repack.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -27,10 +28,13 @@
 #define MAX_CHUNK_BYTES   (512 * 1024)
 #define QUANT_ROWS        8
 #define ACT_ALIGN         64
+_Static_assert(ROW_GRAIN % ADIL_R8_ROWS == 0, "chunks start at a group of the 8-row layout");
 
 /* One weight of the group. */
 typedef struct xp_part {
     const adil_wtype_kernels *wk;
+    adil_tile_dot_fn tile; /* the tile kernel of its layout; NULL: loop over vec_dot */
+    int64_t row_align;     /* rows a tile starts at a multiple of (8 for the 8-row layout) */
     const uint8_t *w; /* expert e's row r at w + (e * rows + r) * w_row */
     size_t w_row;
     float *y; /* (A, rows) */
@@ -70,6 +74,13 @@ static adil_status check_weight(const adil_mm_experts *g, int i) {
                          "matmul_experts: weight %d: expected %" PRId64 " x %" PRId64
                          " (n_expert x rows, columns a multiple of %" PRId64 "), got %" PRId64 " x %" PRId64,
                          i, g->n_expert * g->rows, g->w[0]->cols, block, w->rows, w->cols);
+    if (w->layout != ADIL_LAYOUT_ROWS &&
+        (w->layout != ADIL_LAYOUT_R8 || adil_wtype_kernels_get(w->type)->tile_dot_r8 == NULL ||
+         g->rows % ADIL_R8_ROWS != 0))
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "matmul_experts: weight %d: layout %" PRIu32 " of %s with %" PRId64
+                         " rows per expert has no kernel at this CPU level",
+                         i, w->layout, adil_wtype_name(w->type), g->rows);
     return ADIL_OK;
 }
 
@@ -140,9 +151,12 @@ static size_t plan(xp_job *j, const adil_mm_experts *g, const float *x, int64_t 
                   .user = g->user};
     for (int i = 0; i < g->n; i++) {
         const adil_wtype_kernels *wk = adil_wtype_kernels_get(g->w[i]->type);
+        const bool r8 = g->w[i]->layout == ADIL_LAYOUT_R8;
         j->part[i] = (xp_part){.wk = wk,
+                               .tile = r8 ? wk->tile_dot_r8 : wk->tile_dot,
+                               .row_align = r8 ? ADIL_R8_ROWS : 1,
                                .w = g->w[i]->data,
-                               .w_row = adil_row_size(g->w[i]->type, j->cols),
+                               .w_row = adil_weight_row_bytes(g->w[i]),
                                .y = g->y[i],
                                .slot = act_slot(j, wk)};
     }
@@ -224,10 +238,11 @@ static void prepare_activations(adil_pool *pool, xp_job *j) {
 
 /* ---- phase 2: the products -------------------------------------------------------------- */
 
-/* The level's tile kernel, or vec_dot pair by pair where the type has none. */
-static void run_tile(const adil_wtype_kernels *wk, const adil_tile *t) {
-    if (wk->tile_dot != NULL) {
-        wk->tile_dot(t);
+/* The part's tile kernel, or vec_dot pair by pair where the type has none. */
+static void run_tile(const xp_part *p, const adil_tile *t) {
+    const adil_wtype_kernels *wk = p->wk;
+    if (p->tile != NULL) {
+        p->tile(t);
         return;
     }
     for (int64_t k = 0; k < t->n_tok; k++)
@@ -241,7 +256,8 @@ static void expert_rows(const xp_job *j, const xp_part *p, int64_t e, int64_t r0
                         int64_t a1) {
     const xp_act *act = &j->act[p->slot];
     int64_t row_tile = a1 - a0 == 1 ? r1 - r0 : (int64_t)(TILE_BYTES / p->w_row);
-    row_tile = row_tile < 1 ? 1 : row_tile;
+    row_tile = row_tile / p->row_align * p->row_align; /* chunks start at multiples of ROW_GRAIN */
+    row_tile = row_tile < p->row_align ? p->row_align : row_tile;
     for (int64_t t0 = a0; t0 < a1; t0 += TOKEN_TILE) {
         const int64_t t1 = t0 + TOKEN_TILE < a1 ? t0 + TOKEN_TILE : a1;
         for (int64_t rt = r0; rt < r1; rt += row_tile) {
@@ -255,7 +271,7 @@ static void expert_rows(const xp_job *j, const xp_part *p, int64_t e, int64_t r0
                                     .n_tok = t1 - t0,
                                     .y = p->y + t0 * j->rows + rt,
                                     .y_stride = (size_t)j->rows};
-            run_tile(p->wk, &tile);
+            run_tile(p, &tile);
         }
     }
 }

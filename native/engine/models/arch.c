@@ -27,6 +27,8 @@ void adil_arch_names(char *buf, size_t cap) {
 void adil_transformer_free(adil_transformer *m) {
     free(m->layers);
     free(m->owned);
+    free(m->repacked);
     m->layers = NULL;
     m->owned = NULL;
+    m->repacked = NULL;
 }

@@ -98,6 +98,7 @@ static adil_status bind_weight(const gguf_file *f, const char *fmt, int layer, i
     out->rows = n3 * rows;
     out->cols = cols;
     out->data = t->data;
+    out->layout = ADIL_LAYOUT_ROWS;
     return ADIL_OK;
 }
 
@@ -112,7 +113,7 @@ adil_status adil_bind_experts(const gguf_file *f, const char *fmt, int layer, in
 }
 
 adil_weight adil_weight_rows(const adil_weight *w, int64_t r0, int64_t n) {
-    adil_weight v = *w;
+    adil_weight v = *w; /* row-major: views are made at load, before any repacking */
     v.rows = n;
     v.data = (const uint8_t *)w->data + (size_t)r0 * adil_row_size(w->type, w->cols);
     return v;

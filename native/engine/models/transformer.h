@@ -137,6 +137,8 @@ typedef struct adil_transformer {
     const float *rope_factors;      /* (n_rot / 2) or NULL: per-frequency divisors (llama 3; phi3 short) */
     const float *rope_factors_long; /* (n_rot / 2) or NULL: phi3's divisors past n_ctx_orig */
     float *owned;                   /* norm vectors, dequantized to f32 at load */
+    void *repacked;                 /* weights in the 8-row layout (models/repack_weights.c) or NULL */
+    uint64_t repacked_bytes;        /* their bytes */
     uint64_t n_params;              /* elements of all tensors */
     uint64_t n_bytes;               /* bytes of all tensors */
     uint64_t decode_bytes;          /* bytes one decoded token reads (adil_model_info.decode_bytes) */
@@ -262,5 +264,15 @@ void adil_arch_names(char *buf, size_t cap);
 
 /* Frees what a loader allocated (not the struct). */
 void adil_transformer_free(adil_transformer *m);
+
+/* Moves every matrix weight whose type has an 8-row layout at this CPU
+ * level (compute/repack.h) into that layout, in one allocation owned by m,
+ * on the pool's threads (pool may be NULL).  Left out: weights whose rows
+ * are not a multiple of 8, and the token embedding (rows are looked up one
+ * by one) with the output head when it is the same tensor.  Nothing is
+ * repacked when ADIL_REPACK=0 (the row-major reference, read at each load)
+ * or when the copy cannot be allocated: the weights stay row-major, which
+ * is slower, not wrong.  Always ADIL_OK. */
+adil_status adil_transformer_repack(adil_transformer *m, adil_pool *pool);
 
 #endif /* ADIL_TRANSFORMER_H */

@@ -78,7 +78,7 @@ ADIL_API adil_status adil_internal_vec_dot(uint32_t type, int64_t n, const void 
 
 ADIL_API adil_status adil_internal_matmul(uint32_t type, int64_t rows, int64_t cols, const void *w,
                                           int64_t n_tokens, const float *x, float *y, int n_threads) {
-    adil_weight weight = {type, rows, cols, w};
+    adil_weight weight = {type, rows, cols, w, ADIL_LAYOUT_ROWS};
     adil_pool *pool = NULL;
     adil_status st = adil_pool_create(n_threads, &pool);
     if (st != ADIL_OK) {
@@ -98,6 +98,6 @@ ADIL_API adil_status adil_internal_matmul(uint32_t type, int64_t rows, int64_t c
 
 ADIL_API adil_status adil_internal_get_rows(uint32_t type, int64_t rows, int64_t cols, const void *w,
                                             const int32_t *ids, int64_t n_ids, float *dst) {
-    adil_weight weight = {type, rows, cols, w};
+    adil_weight weight = {type, rows, cols, w, ADIL_LAYOUT_ROWS};
     return adil_get_rows(&weight, ids, n_ids, dst);
 }

@@ -48,6 +48,7 @@ float adil_vec_dot_q6_K_avx2(int64_t n, const void *w, const void *a);
 void adil_tile_q2_K_avx2(const adil_tile *t);
 void adil_tile_q3_K_avx2(const adil_tile *t);
 void adil_tile_q4_K_avx2(const adil_tile *t);
+void adil_tile_q4_K_r8_avx2(const adil_tile *t); /* 8-row layout, compute/repack.h */
 void adil_tile_q5_K_avx2(const adil_tile *t);
 void adil_tile_q6_K_avx2(const adil_tile *t);
 float adil_vec_dot_iq4_xs_avx2(int64_t n, const void *w, const void *a);
@@ -82,6 +83,7 @@ float adil_vec_dot_q6_K_avx512(int64_t n, const void *w, const void *a);
 void adil_tile_q2_K_avx512(const adil_tile *t);
 void adil_tile_q3_K_avx512(const adil_tile *t);
 void adil_tile_q4_K_avx512(const adil_tile *t);
+void adil_tile_q4_K_r8_avx512(const adil_tile *t);
 void adil_tile_q5_K_avx512(const adil_tile *t);
 void adil_tile_q6_K_avx512(const adil_tile *t);
 float adil_vec_dot_iq4_xs_avx512(int64_t n, const void *w, const void *a);

@@ -1,0 +1,124 @@
+/*
+ * repack.c — the 8-row layout of Q4_K (see repack.h): the conversion both
+ * ways and the reference tile kernel.
+ */
+#include "compute/repack.h"
+
+#include "compute/kernels_scalar.h"
+#include "compute/simd/kscales.h"
+
+#include <string.h>
+
+size_t adil_weight_row_bytes(const adil_weight *w) {
+    if (w->layout == ADIL_LAYOUT_R8 && w->type == ADIL_WT_Q4_K) {
+        return (size_t)(w->cols / ADIL_QK_K) * ADIL_Q4_K_R8_ROW_BYTES;
+    }
+    return adil_row_size(w->type, w->cols);
+}
+
+bool adil_repack_supported(uint32_t type) {
+    const adil_wtype_kernels *k = adil_wtype_kernels_get(type);
+    return k != NULL && k->tile_dot_r8 != NULL;
+}
+
+size_t adil_repack_bytes(uint32_t type, int64_t rows, int64_t cols) {
+    const adil_weight w = {.type = type, .rows = rows, .cols = cols, .layout = ADIL_LAYOUT_R8};
+    return (size_t)rows * adil_weight_row_bytes(&w);
+}
+
+/* One super-block of 8 rows (x[r] the block of row r). */
+static void pack_block(const block_q4_K *const x[ADIL_R8_ROWS], block_q4_K_r8 *out) {
+    for (int r = 0; r < ADIL_R8_ROWS; r++) {
+        uint8_t sc[8], m[8];
+        adil_kscales_unpack(x[r]->scales, sc, m);
+        out->d[r] = x[r]->d;
+        out->dmin[r] = x[r]->dmin;
+        for (int j = 0; j < 8; j++) {
+            out->scales[j][r] = sc[j];
+            out->mins[j / 2][r][j % 2] = m[j];
+        }
+        for (int c = 0; c < 16; c++) {
+            memcpy(out->qs[c][r], x[r]->qs + 8 * c, 8);
+        }
+    }
+}
+
+void adil_repack_q4_K(const void *src, void *dst, int64_t cols, int64_t g0, int64_t g1) {
+    const int64_t nb = cols / ADIL_QK_K;
+    const block_q4_K *rows = src;
+    block_q4_K_r8 *groups = dst;
+    for (int64_t g = g0; g < g1; g++) {
+        for (int64_t i = 0; i < nb; i++) {
+            const block_q4_K *x[ADIL_R8_ROWS];
+            for (int r = 0; r < ADIL_R8_ROWS; r++) {
+                x[r] = rows + (g * ADIL_R8_ROWS + r) * nb + i;
+            }
+            pack_block(x, groups + g * nb + i);
+        }
+    }
+}
+
+/* The 12 packed bytes of 8 scales and mins (the inverse of kscales.h). */
+static void pack_scales(const uint8_t sc[8], const uint8_t m[8], uint8_t s[12]) {
+    for (int j = 0; j < 4; j++) {
+        s[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        s[j + 4] = (uint8_t)(m[j] | (m[j + 4] >> 4) << 6);
+        s[j + 8] = (uint8_t)((sc[j + 4] & 0x0F) | (m[j + 4] & 0x0F) << 4);
+    }
+}
+
+void adil_unpack_row_q4_K(const void *data, int64_t cols, int64_t r, void *dst) {
+    const int64_t nb = cols / ADIL_QK_K;
+    const block_q4_K_r8 *g = (const block_q4_K_r8 *)data + (r / ADIL_R8_ROWS) * nb;
+    const int k = (int)(r % ADIL_R8_ROWS);
+    block_q4_K *out = dst;
+    for (int64_t i = 0; i < nb; i++) {
+        uint8_t sc[8], m[8];
+        for (int j = 0; j < 8; j++) {
+            sc[j] = g[i].scales[j][k];
+            m[j] = g[i].mins[j / 2][k][j % 2];
+        }
+        out[i].d = g[i].d[k];
+        out[i].dmin = g[i].dmin[k];
+        pack_scales(sc, m, out[i].scales);
+        for (int c = 0; c < 16; c++) {
+            memcpy(out[i].qs + 8 * c, g[i].qs[c][k], 8);
+        }
+    }
+}
+
+/* Row k of block x times activation y: the scalar reference's arithmetic.
+ * Byte b of chunk c = 4h + q holds element 64h + 8q + b (low nibble, sub-block
+ * 2h) and element 64h + 32 + 8q + b (high nibble, sub-block 2h + 1). */
+static float block_dot(const block_q4_K_r8 *x, int k, const block_q8_K *y) {
+    int dots = 0, mins = 0;
+    for (int c = 0; c < 16; c++) {
+        const int h = c / 4, base = 64 * h + 8 * (c % 4);
+        for (int b = 0; b < 8; b++) {
+            const uint8_t byte = x->qs[c][k][b];
+            dots += x->scales[2 * h][k] * (byte & 0x0F) * y->qs[base + b];
+            dots += x->scales[2 * h + 1][k] * (byte >> 4) * y->qs[base + 32 + b];
+        }
+    }
+    for (int j = 0; j < 8; j++) {
+        mins += x->mins[j / 2][k][j % 2] * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+    }
+    return y->d * (adil_fp16_to_f32(x->d[k]) * (float)dots - adil_fp16_to_f32(x->dmin[k]) * (float)mins);
+}
+
+void adil_tile_q4_K_r8_ref(const adil_tile *t) {
+    const int64_t nb = t->n / ADIL_QK_K;
+    for (int64_t r0 = 0; r0 < t->n_rows; r0 += ADIL_R8_ROWS) {
+        const block_q4_K_r8 *g = (const block_q4_K_r8 *)(t->w + (size_t)r0 * t->w_stride);
+        for (int64_t tok = 0; tok < t->n_tok; tok++) {
+            const block_q8_K *y = (const block_q8_K *)(t->act + (size_t)tok * t->act_stride);
+            for (int k = 0; k < ADIL_R8_ROWS; k++) {
+                float sum = 0.0f;
+                for (int64_t i = 0; i < nb; i++) {
+                    sum += block_dot(g + i, k, y + i);
+                }
+                t->y[(size_t)tok * t->y_stride + (size_t)(r0 + k)] = sum;
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+/*
+ * repack.h — weights stored with 8 rows interleaved, the layout the SIMD
+ * tile kernels of a type read fastest (ggml's CPU "repack" buffers do the
+ * same).  In the row-major layout of the file, a kernel unpacks one row's
+ * super-block (scales, levels) and reuses it for a few tokens; with 8 rows
+ * side by side in each 64-byte line, one vector holds 8 bytes of every row,
+ * one broadcast activation meets all 8, each row's scales sit in that row's
+ * lanes, and the 8 results are one store: a quarter of the instructions per
+ * multiply-add in decode, and the activations are loaded once per 8 rows.
+ *
+ * Q4_K rows r = 8g .. 8g + 7 (group g) become, per super-block i, one
+ * block_q4_K_r8 at group g's block i: groups one after another, the blocks
+ * of a group in column order.  So a group takes exactly 8 rows of
+ * ADIL_Q4_K_R8_ROW_BYTES per super-block, and row 8g starts at
+ * 8g * (bytes per row), as in the row-major layout (with a larger row).
+ * The scales and mins are stored unpacked (one byte each), which the
+ * kernels would otherwise unpack for every super-block and row: 148 bytes
+ * per row and super-block instead of 144.
+ *
+ * Results are those of the same arithmetic as the scalar reference
+ * (integer sums per super-block, then d * sum - dmin * msum in float), in a
+ * different float order than the row-major kernels: within the tolerance of
+ * the kernel tests, not bit for bit.  A repacked weight gives the same
+ * result for a (row, token) in any tile, thread count or batch.
+ */
+#ifndef ADIL_REPACK_H
+#define ADIL_REPACK_H
+
+#include "compute/kernels.h"
+#include "compute/matmul.h"
+#include "compute/weight_types.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ADIL_R8_ROWS 8
+
+/* Q4_K, 8 rows: row r's d, dmin, its 8 sub-block scales and mins (6-bit
+ * values, one per byte), and its 128 level bytes in 16 chunks of 8:
+ * qs[c][r][b] = byte 8c + b of row r's block_q4_K.qs. */
+typedef struct {
+    adil_fp16 d[ADIL_R8_ROWS];
+    adil_fp16 dmin[ADIL_R8_ROWS];
+    uint8_t scales[8][ADIL_R8_ROWS];  /* [sub-block j][row r] */
+    uint8_t mins[4][ADIL_R8_ROWS][2]; /* [pair p][row r][j - 2p]: sub-blocks 2p, 2p + 1 */
+    uint8_t qs[16][ADIL_R8_ROWS][8];
+} block_q4_K_r8;
+_Static_assert(sizeof(block_q4_K_r8) == 32 + 64 + 64 + 1024, "block_q4_K_r8 size");
+
+#define ADIL_Q4_K_R8_ROW_BYTES (sizeof(block_q4_K_r8) / ADIL_R8_ROWS)
+
+/* Bytes from one row of w to the next (of a group's share, for R8). */
+size_t adil_weight_row_bytes(const adil_weight *w);
+
+/* Whether `type` has an 8-row layout with kernels at the selected CPU level. */
+bool adil_repack_supported(uint32_t type);
+
+/* Bytes `rows` x `cols` of `type` take in the 8-row layout (rows a multiple
+ * of 8, cols of the block size). */
+size_t adil_repack_bytes(uint32_t type, int64_t rows, int64_t cols);
+
+/* Groups [g0, g1) of the row-major weight src (rows, cols) into dst, laid out
+ * as above (the whole weight is groups 0 .. rows / 8). */
+void adil_repack_q4_K(const void *src, void *dst, int64_t cols, int64_t g0, int64_t g1);
+
+/* Row r of a Q4_K weight in the 8-row layout, back as the file's
+ * block_q4_K row (bit for bit the one adil_repack_q4_K read). */
+void adil_unpack_row_q4_K(const void *data, int64_t cols, int64_t r, void *dst);
+
+/* The reference tile kernel of the 8-row Q4_K layout, written for clarity
+ * (tests compare the SIMD ones with it): adil_tile with n_rows a multiple of
+ * 8, w at a group's first row, w_stride the R8 row bytes. */
+void adil_tile_q4_K_r8_ref(const adil_tile *t);
+
+#endif /* ADIL_REPACK_H */

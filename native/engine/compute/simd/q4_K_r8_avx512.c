@@ -1,0 +1,124 @@
+/*
+ * q4_K_r8_avx512.c — the tile kernel of 8-row Q4_K (compute/repack.h) for
+ * the avx512 level: one zmm holds chunk c of the 8 rows (8 level bytes of
+ * each, one row per qword), so
+ *   - the activation bytes that chunk meets are one broadcast qword,
+ *   - maddubs gives each row 4 int16 pair sums in its own qword, and
+ *   - vpdpwssd multiplies them by that row's sub-block scale (the row's
+ *     scale byte in its qword's 4 int16 lanes) into 2 int32 lanes per row,
+ * all in integers per super-block as in the scalar reference; the offset
+ * (dmin * sum of mins * block sums) is one int32 lane per row.  Then d and
+ * dmin of the 8 rows are applied as vectors, and the 8 results of a token
+ * are one store.
+ */
+#include "compute/repack.h"
+#include "compute/simd/kernels_simd.h"
+#include "compute/simd/simd_x86.h"
+#include "compute/simd/tile_walk.h"
+
+#define R8_MAX_TOKS 4
+/* Independent int32 accumulators for one token (decode), so that the
+ * multiply-adds do not wait on each other; integer sums are exact in any
+ * order, so results do not depend on it. */
+#define R8_CHAINS 4
+
+/* Byte r of a broadcast qword into the 4 int16 lanes of qword r (in-lane
+ * shuffle: qword r sits in 128-bit lane r / 2, whose bytes 0..7 are the 8
+ * bytes). */
+static const uint8_t PICK_ROW[64] = {
+    0, 128, 0, 128, 0, 128, 0, 128, 1, 128, 1, 128, 1, 128, 1, 128, 2, 128, 2, 128, 2, 128,
+    2, 128, 3, 128, 3, 128, 3, 128, 3, 128, 4, 128, 4, 128, 4, 128, 4, 128, 5, 128, 5, 128,
+    5, 128, 5, 128, 6, 128, 6, 128, 6, 128, 6, 128, 7, 128, 7, 128, 7, 128, 7, 128,
+};
+
+ADIL_INLINE __m512i bcast_u64(const void *p) {
+    long long v;
+    __builtin_memcpy(&v, p, 8);
+    return _mm512_set1_epi64(v);
+}
+
+ADIL_INLINE const block_q8_K *act_block(const adil_tile *t, int k, int64_t i) {
+    return (const block_q8_K *)(t->act + (size_t)k * t->act_stride) + i;
+}
+
+/* The sums of mins * block sums of the 8 rows for activation block y: one
+ * int32 lane per row.  hadd gives the sub-block sums bp[j] as int16, pair
+ * p's (bp[2p], bp[2p + 1]) in dwords 0, 1, 4, 5; each is broadcast over 8
+ * dwords to meet mins[p][r][0..1]. */
+ADIL_INLINE __m256i mins_dot(__m512i m01, __m512i m23, const block_q8_K *y) {
+    const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+    const __m512i bp = _mm512_castsi256_si512(_mm256_hadd_epi16(bs, bs));
+    const __m512i b01 = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), bp);
+    const __m512i b23 = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5), bp);
+    const __m512i s = _mm512_dpwssd_epi32(_mm512_madd_epi16(m01, b01), m23, b23);
+    return _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+}
+
+ADIL_INLINE void r8_core(const adil_tile *t, const int T) {
+    const int C = T == 1 ? R8_CHAINS : 1;
+    const block_q4_K_r8 *x = (const block_q4_K_r8 *)t->w;
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i pick = _mm512_loadu_si512(PICK_ROW);
+    const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    __m512 acc[R8_MAX_TOKS];   /* row r: lanes 2r, 2r + 1 */
+    __m256 offs[R8_MAX_TOKS];  /* row r: lane r */
+    for (int k = 0; k < T; k++) {
+        acc[k] = _mm512_setzero_ps();
+        offs[k] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < t->n / ADIL_QK_K; i++) {
+        const block_q4_K_r8 *b = x + i;
+        __m512i dots[R8_MAX_TOKS][R8_CHAINS];
+        for (int k = 0; k < T; k++) {
+            for (int c = 0; c < C; c++) dots[k][c] = _mm512_setzero_si512();
+        }
+        for (int h = 0; h < 4; h++) { /* sub-blocks 2h (low nibbles) and 2h + 1 */
+            const __m512i sc_lo = _mm512_shuffle_epi8(bcast_u64(b->scales[2 * h]), pick);
+            const __m512i sc_hi = _mm512_shuffle_epi8(bcast_u64(b->scales[2 * h + 1]), pick);
+            for (int q = 0; q < 4; q++) {
+                const int c = 4 * h + q;
+                const __m512i v = _mm512_loadu_si512(b->qs[c]);
+                const __m512i lo = _mm512_and_si512(v, low4);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+                for (int k = 0; k < T; k++) {
+                    const int8_t *a = act_block(t, k, i)->qs + 64 * h + 8 * q;
+                    __m512i *d = dots[k];
+                    d[2 * c % C] = _mm512_dpwssd_epi32(d[2 * c % C], _mm512_maddubs_epi16(lo, bcast_u64(a)), sc_lo);
+                    d[(2 * c + 1) % C] =
+                        _mm512_dpwssd_epi32(d[(2 * c + 1) % C], _mm512_maddubs_epi16(hi, bcast_u64(a + 32)), sc_hi);
+                }
+            }
+        }
+        const __m512 d = _mm512_permutexvar_ps(
+            pairs, _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b->d))));
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b->dmin));
+        const __m512i m01 = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)b->mins[0]));
+        const __m512i m23 = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)b->mins[2]));
+        for (int k = 0; k < T; k++) {
+            const block_q8_K *y = act_block(t, k, i);
+            __m512i dot = dots[k][0];
+            for (int c = 1; c < C; c++) dot = _mm512_add_epi32(dot, dots[k][c]);
+            acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(d, _mm512_set1_ps(y->d)), acc[k]);
+            offs[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins_dot(m01, m23, y)),
+                                      _mm256_mul_ps(dmin, _mm256_set1_ps(y->d)), offs[k]);
+        }
+    }
+    const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+    for (int k = 0; k < T; k++) {
+        const __m256 e = _mm512_castps512_ps256(_mm512_permutexvar_ps(evens, acc[k]));
+        const __m256 o = _mm512_castps512_ps256(_mm512_permutexvar_ps(odds, acc[k]));
+        _mm256_storeu_ps(t->y + (size_t)k * t->y_stride, _mm256_sub_ps(_mm256_add_ps(e, o), offs[k]));
+    }
+}
+
+static void r8_toks(const adil_tile *t) { r8_core(t, R8_MAX_TOKS); }
+static void r8_one(const adil_tile *t) { r8_core(t, 1); }
+
+/* Rows come in whole groups of 8 (the tile_dot_r8 contract), so the
+ * one-row cores are never called. */
+static const adil_tile_shapes R8_SHAPES = {ADIL_R8_ROWS, R8_MAX_TOKS, r8_toks, r8_one, r8_toks, r8_one};
+
+void adil_tile_q4_K_r8_avx512(const adil_tile *t) { adil_tile_walk(&R8_SHAPES, t); }

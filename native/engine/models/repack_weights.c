@@ -1,0 +1,114 @@
+/*
+ * repack_weights.c — the load step that puts a model's matrices into the
+ * 8-row layout (compute/repack.h; see adil_transformer_repack).
+ *
+ * The copy replaces the mapped file's bytes for those weights: the kernels
+ * never read the row-major rows again.  Pages of the mapping that the copy
+ * touched stay cached by the kernel (clean, reclaimable), as after any read.
+ */
+#include "compute/repack.h"
+#include "models/transformer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_WEIGHTS_PER_LAYER 10
+#define GROUPS_PER_UNIT       64 /* 8-row groups one pool claim converts */
+#define REPACK_ALIGN          64
+
+typedef struct repack_item {
+    adil_weight *w;
+    uint8_t *dst;
+    int64_t first_unit;
+} repack_item;
+
+typedef struct repack_job {
+    repack_item *items;
+    int64_t n_items, n_units;
+} repack_job;
+
+static bool eligible(const adil_transformer *m, const adil_weight *w) {
+    return w->data != NULL && w->layout == ADIL_LAYOUT_ROWS && w->rows % ADIL_R8_ROWS == 0 &&
+           w->data != m->tok_embd.data && adil_repack_supported(w->type);
+}
+
+/* The matrix weights of layer il (some may be absent: data NULL). */
+static int layer_weights(adil_layer *L, adil_weight *out[MAX_WEIGHTS_PER_LAYER]) {
+    adil_weight *all[MAX_WEIGHTS_PER_LAYER] = {&L->wq,       &L->wk,       &L->wv,
+                                               &L->wo,       &L->ffn_gate, &L->ffn_up,
+                                               &L->ffn_down, &L->ffn_gate_exps, &L->ffn_up_exps,
+                                               &L->ffn_down_exps};
+    memcpy(out, all, sizeof all);
+    return MAX_WEIGHTS_PER_LAYER;
+}
+
+static int64_t units_of(const adil_weight *w) {
+    const int64_t groups = w->rows / ADIL_R8_ROWS;
+    return (groups + GROUPS_PER_UNIT - 1) / GROUPS_PER_UNIT;
+}
+
+/* Collects the eligible weights (items NULL: only counts); returns the count
+ * and adds their bytes to *bytes. */
+static int64_t collect(adil_transformer *m, repack_item *items, size_t *bytes) {
+    int64_t n = 0;
+    for (int64_t il = 0; il <= m->hp.n_layer; il++) {
+        adil_weight *ws[MAX_WEIGHTS_PER_LAYER];
+        int k = 1;
+        ws[0] = &m->output;
+        if (il < m->hp.n_layer) k = layer_weights(&m->layers[il], ws);
+        for (int i = 0; i < k; i++) {
+            if (!eligible(m, ws[i])) continue;
+            if (items != NULL) items[n].w = ws[i];
+            *bytes += (adil_repack_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols) + REPACK_ALIGN - 1) &
+                      ~(size_t)(REPACK_ALIGN - 1);
+            n++;
+        }
+    }
+    return n;
+}
+
+static void convert_unit(void *ctx, int64_t u, int ith) {
+    (void)ith;
+    const repack_job *j = ctx;
+    int64_t i = 0;
+    while (i + 1 < j->n_items && j->items[i + 1].first_unit <= u) i++;
+    const repack_item *it = &j->items[i];
+    const int64_t g0 = (u - it->first_unit) * GROUPS_PER_UNIT;
+    const int64_t groups = it->w->rows / ADIL_R8_ROWS;
+    const int64_t g1 = g0 + GROUPS_PER_UNIT < groups ? g0 + GROUPS_PER_UNIT : groups;
+    adil_repack_q4_K(it->w->data, it->dst, it->w->cols, g0, g1);
+}
+
+adil_status adil_transformer_repack(adil_transformer *m, adil_pool *pool) {
+    const char *env = getenv("ADIL_REPACK");
+    if (env != NULL && strcmp(env, "0") == 0) return ADIL_OK;
+    size_t bytes = 0;
+    const int64_t n = collect(m, NULL, &bytes);
+    if (n == 0) return ADIL_OK;
+    repack_item *items = calloc((size_t)n, sizeof *items);
+    void *buf = items != NULL ? aligned_alloc(REPACK_ALIGN, bytes) : NULL; /* bytes: whole lines */
+    if (buf == NULL) {
+        free(items);
+        return ADIL_OK; /* row-major still works */
+    }
+    bytes = 0;
+    collect(m, items, &bytes);
+    repack_job job = {.items = items, .n_items = n};
+    size_t at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        adil_weight *w = items[i].w;
+        items[i].dst = (uint8_t *)buf + at;
+        items[i].first_unit = job.n_units;
+        job.n_units += units_of(w);
+        at += (adil_repack_bytes(w->type, w->rows, w->cols) + REPACK_ALIGN - 1) & ~(size_t)(REPACK_ALIGN - 1);
+    }
+    adil_pool_for(pool, job.n_units, convert_unit, &job);
+    for (int64_t i = 0; i < n; i++) {
+        items[i].w->data = items[i].dst;
+        items[i].w->layout = ADIL_LAYOUT_R8;
+    }
+    free(items);
+    m->repacked = buf;
+    m->repacked_bytes = at;
+    return ADIL_OK;
+}
