@@ -96,7 +96,7 @@ static adil_status load(adil_model *m, const char *path, const adil_model_params
     uint32_t n_threads = p->n_threads ? p->n_threads : m->engine->n_threads;
     if (n_threads > ADIL_POOL_MAX_THREADS) n_threads = ADIL_POOL_MAX_THREADS;
     st = adil_pool_create((int)n_threads, &m->pool);
-    if (st == ADIL_OK) st = adil_transformer_repack(&m->tf, m->pool);
+    if (st == ADIL_OK) st = adil_transformer_repack(&m->tf, m->pool, m->file_bytes == NULL);
     if (st == ADIL_OK) st = fill_info(m, path);
     return st;
 }

@@ -2,18 +2,24 @@
  * repack_weights.c — the load step that puts a model's matrices into the
  * 8-row layout (compute/repack.h; see adil_transformer_repack).
  *
- * The copy replaces the mapped file's bytes for those weights: the kernels
- * never read the row-major rows again.  Pages of the mapping that the copy
- * touched stay cached by the kernel (clean, reclaimable), as after any read.
+ * The copy replaces the file's bytes for those weights: the kernels never
+ * read the row-major rows again.  When they are a read-only private mapping,
+ * the pages wholly inside them are dropped from the process (MADV_DONTNEED:
+ * they stay in the page cache, and would be read from the file again if
+ * touched), so the model's resident memory is not counted twice.
  */
+#define _DEFAULT_SOURCE /* madvise */
+
 #include "compute/repack.h"
 #include "models/transformer.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define MAX_WEIGHTS_PER_LAYER 10
-#define GROUPS_PER_UNIT       64 /* 8-row groups one pool claim converts */
+#define GROUPS_PER_UNIT       512 /* 8-row groups one pool claim converts (and drops) */
 #define REPACK_ALIGN          64
 
 typedef struct repack_item {
@@ -25,6 +31,7 @@ typedef struct repack_item {
 typedef struct repack_job {
     repack_item *items;
     int64_t n_items, n_units;
+    bool drop_source;
 } repack_job;
 
 static bool eligible(const adil_transformer *m, const adil_weight *w) {
@@ -67,6 +74,15 @@ static int64_t collect(adil_transformer *m, repack_item *items, size_t *bytes) {
     return n;
 }
 
+/* Drops the mapped pages wholly inside [p, p + n). */
+static void drop_pages(const void *p, size_t n) {
+    const long page_size = sysconf(_SC_PAGESIZE);
+    if (page_size <= 0) return;
+    const uintptr_t page = (uintptr_t)page_size;
+    const uintptr_t start = ((uintptr_t)p + page - 1) / page * page, end = ((uintptr_t)p + n) / page * page;
+    if (end > start) madvise((void *)start, end - start, MADV_DONTNEED); /* advice: a failure changes nothing */
+}
+
 static void convert_unit(void *ctx, int64_t u, int ith) {
     (void)ith;
     const repack_job *j = ctx;
@@ -77,9 +93,13 @@ static void convert_unit(void *ctx, int64_t u, int ith) {
     const int64_t groups = it->w->rows / ADIL_R8_ROWS;
     const int64_t g1 = g0 + GROUPS_PER_UNIT < groups ? g0 + GROUPS_PER_UNIT : groups;
     adil_repack_q4_K(it->w->data, it->dst, it->w->cols, g0, g1);
+    if (j->drop_source) { /* unit by unit, so the peak stays near one copy */
+        const size_t group = ADIL_R8_ROWS * adil_row_size(it->w->type, it->w->cols);
+        drop_pages((const uint8_t *)it->w->data + (size_t)g0 * group, (size_t)(g1 - g0) * group);
+    }
 }
 
-adil_status adil_transformer_repack(adil_transformer *m, adil_pool *pool) {
+adil_status adil_transformer_repack(adil_transformer *m, adil_pool *pool, bool source_mapped) {
     const char *env = getenv("ADIL_REPACK");
     if (env != NULL && strcmp(env, "0") == 0) return ADIL_OK;
     size_t bytes = 0;
@@ -93,7 +113,7 @@ adil_status adil_transformer_repack(adil_transformer *m, adil_pool *pool) {
     }
     bytes = 0;
     collect(m, items, &bytes);
-    repack_job job = {.items = items, .n_items = n};
+    repack_job job = {.items = items, .n_items = n, .drop_source = source_mapped};
     size_t at = 0;
     for (int64_t i = 0; i < n; i++) {
         adil_weight *w = items[i].w;

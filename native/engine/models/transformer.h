@@ -272,7 +272,9 @@ void adil_transformer_free(adil_transformer *m);
  * by one) with the output head when it is the same tensor.  Nothing is
  * repacked when ADIL_REPACK=0 (the row-major reference, read at each load)
  * or when the copy cannot be allocated: the weights stay row-major, which
- * is slower, not wrong.  Always ADIL_OK. */
-adil_status adil_transformer_repack(adil_transformer *m, adil_pool *pool);
+ * is slower, not wrong.  source_mapped: the weights' bytes are a read-only
+ * private file mapping, whose pages under repacked weights are then dropped
+ * (not for a copy of the file in memory).  Always ADIL_OK. */
+adil_status adil_transformer_repack(adil_transformer *m, adil_pool *pool, bool source_mapped);
 
 #endif /* ADIL_TRANSFORMER_H */
