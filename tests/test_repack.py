@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import gguf
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as T
 from make_tiny_models import ARCHITECTURES, model_path, write_all
+from test_moe import expected_decode_bytes
 
 import adil
 
@@ -62,3 +64,31 @@ def test_repacked_weights_match_the_row_major_ones(engine: adil.Engine, tiny_dir
     assert repacked_tokens == row_tokens
     if engine.info.kernels != "scalar":
         assert not np.array_equal(repacked, rows)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen3moe"])
+def test_decode_bytes_count_the_layout(engine: adil.Engine, tiny_dir: Path, arch: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Model.info.decode_bytes: the file's bytes a token reads (test_moe.py's
+    oracle) plus 4 bytes per row and super-block of each repacked matrix (its
+    unpacked scales), of an expert tensor the routed share; size_bytes stays
+    the file's."""
+    path = model_path(tiny_dir, arch, T.Q4_K)
+    total, read = expected_decode_bytes(path)
+    reader = gguf.GGUFReader(str(path))
+    fields = {f.name: f for f in reader.fields.values()}
+    n_expert = int(fields[f"{arch}.expert_count"].parts[-1][0]) if arch == "qwen3moe" else 0
+    n_used = int(fields[f"{arch}.expert_used_count"].parts[-1][0]) if n_expert else 0
+    extra = 0
+    for t in reader.tensors:
+        rows = int(np.prod(t.shape[1:]))
+        if t.tensor_type != T.Q4_K or t.name == "token_embd.weight" or rows % 8:
+            continue
+        more = rows * (int(t.shape[0]) // 256) * 4
+        extra += more // n_expert * n_used if "_exps." in t.name else more
+    assert extra > 0
+    with engine.load_model(path) as model:
+        assert (model.info.size_bytes, model.info.decode_bytes) == (total, read + extra)
+    monkeypatch.setenv("ADIL_REPACK", "0")
+    with engine.load_model(path) as model:
+        assert (model.info.size_bytes, model.info.decode_bytes) == (total, read)

@@ -3,8 +3,8 @@
  *   - repacking then unpacking gives back every row bit for bit;
  *   - the reference tile kernel equals the scalar vec_dot of the unpacked
  *     rows bit for bit (same arithmetic);
- *   - each SIMD level's tile_dot_r8 is within the Q4_K error budget of the
- *     reference, on random levels with normal, tiny and zero scales;
+ *   - each SIMD level's tile_dot_r8 is within the type's error budget of
+ *     the reference, on random levels with normal, tiny and zero scales;
  *   - a (row, token) result does not depend on the tile it is computed in
  *     (shape, strides), and nothing outside the tile is written;
  *   - adil_matmul with a repacked weight is bit-identical at 1 and 3
@@ -20,13 +20,14 @@
 #include "test_util.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define ROWS 24
-#define COLS 768
-#define TOKS 7
-#define MAX_DOT_ERROR_Q4_K_R8 2e-6 /* as MAX_DOT_ERROR_Q4_K in test_kernels_simd.c */
+#define ROWS             24
+#define COLS             768
+#define TOKS             7
+#define MAX_DOT_ERROR_R8 2e-6 /* as MAX_DOT_ERROR_Q4_K in test_kernels_simd.c */
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Du;
 
@@ -39,16 +40,22 @@ static uint32_t next_u32(void) {
 
 static float next_f(void) { return (float)(next_u32() % 2000001) / 1000000.0f - 1.0f; }
 
-/* Random Q4_K rows: random levels and scales; d and dmin normal, tiny
- * (fp16 subnormals) or zero by block. */
-static void random_q4_K(block_q4_K *b, int64_t n_blocks) {
+/* Random rows of `type`: random levels and scales; the fp16 d (and Q4_K's
+ * dmin) normal, tiny (fp16 subnormals) or zero by block. */
+static void random_rows(uint32_t type, uint8_t *rows, int64_t n_blocks) {
+    const size_t block = adil_row_size(type, ADIL_QK_K);
     for (int64_t i = 0; i < n_blocks; i++) {
-        uint8_t *raw = (uint8_t *)&b[i];
-        for (size_t k = 0; k < sizeof b[i]; k++) raw[k] = (uint8_t)next_u32();
+        uint8_t *raw = rows + (size_t)i * block;
+        for (size_t k = 0; k < block; k++) raw[k] = (uint8_t)next_u32();
         const int regime = (int)(next_u32() % 4);
         const float s = regime == 0 ? 0.0f : regime == 1 ? 0x1p-20f : 0.05f;
-        b[i].d = adil_f32_to_fp16(s * next_f());
-        b[i].dmin = adil_f32_to_fp16(s * next_f());
+        const adil_fp16 d = adil_f32_to_fp16(s * next_f()), dmin = adil_f32_to_fp16(s * next_f());
+        if (type == ADIL_WT_Q4_K) {
+            memcpy(raw + offsetof(block_q4_K, d), &d, 2);
+            memcpy(raw + offsetof(block_q4_K, dmin), &dmin, 2);
+        } else {
+            memcpy(raw + offsetof(block_q6_K, d), &d, 2);
+        }
     }
 }
 
@@ -57,14 +64,15 @@ static void random_acts(block_q8_K *a, int64_t n_tok) {
     for (int64_t t = 0; t < n_tok; t++) {
         const float mag = t % 3 == 0 ? 1e-3f : t % 3 == 1 ? 1.0f : 1e3f;
         for (int i = 0; i < COLS; i++) x[i] = mag * next_f();
-        adil_wtype_kernels_at(ADIL_CPU_SCALAR, ADIL_WT_Q8_K)->quantize_row(x, a + t * (COLS / ADIL_QK_K), COLS);
+        adil_wtype_kernels_at(ADIL_CPU_SCALAR, ADIL_WT_Q8_K)
+            ->quantize_row(x, a + t * (COLS / ADIL_QK_K), COLS);
     }
 }
 
-/* sum |w_i a_i| of row r and token t: the scale errors are relative to. */
-static double magnitude(const block_q4_K *w, const block_q8_K *a) {
+/* sum |w_i a_i| of a row and a token: the scale errors are relative to. */
+static double magnitude(uint32_t type, const uint8_t *w, const block_q8_K *a) {
     float wf[COLS], af[COLS];
-    adil_wtype_kernels_at(ADIL_CPU_SCALAR, ADIL_WT_Q4_K)->dequantize_row(w, wf, COLS);
+    adil_wtype_kernels_at(ADIL_CPU_SCALAR, type)->dequantize_row(w, wf, COLS);
     adil_wtype_kernels_at(ADIL_CPU_SCALAR, ADIL_WT_Q8_K)->dequantize_row(a, af, COLS);
     double m = 0;
     for (int i = 0; i < COLS; i++) m += fabs((double)wf[i] * af[i]);
@@ -72,13 +80,25 @@ static double magnitude(const block_q4_K *w, const block_q8_K *a) {
 }
 
 static const int NB = COLS / ADIL_QK_K;
-static const size_t R8_ROW = (size_t)(COLS / ADIL_QK_K) * ADIL_Q4_K_R8_ROW_BYTES;
 
-static adil_tile tile_of(const void *w, const block_q8_K *a, int64_t n_rows, int64_t n_tok, float *y,
-                         size_t y_stride) {
+/* Bytes of a row in the 8-row layout, and in the file's. */
+static size_t r8_row(uint32_t type) {
+    const adil_weight w = {type, ROWS, COLS, NULL, ADIL_LAYOUT_R8};
+    return adil_weight_row_bytes(&w);
+}
+
+static size_t file_row(uint32_t type) { return adil_row_size(type, COLS); }
+
+static adil_tile_dot_fn reference(uint32_t type) {
+    (void)type; /* one layout so far */
+    return adil_tile_q4_K_r8_ref;
+}
+
+static adil_tile tile_of(uint32_t type, const void *w, const block_q8_K *a, int64_t n_rows, int64_t n_tok,
+                         float *y, size_t y_stride) {
     return (adil_tile){.n = COLS,
                        .w = w,
-                       .w_stride = R8_ROW,
+                       .w_stride = r8_row(type),
                        .n_rows = n_rows,
                        .act = (const uint8_t *)a,
                        .act_stride = sizeof(block_q8_K) * (size_t)NB,
@@ -87,48 +107,47 @@ static adil_tile tile_of(const void *w, const block_q8_K *a, int64_t n_rows, int
                        .y_stride = y_stride};
 }
 
-static void test_round_trip(const block_q4_K *rows, const void *packed) {
-    block_q4_K back[COLS / ADIL_QK_K];
+static void test_round_trip(uint32_t type, const uint8_t *rows, const void *packed) {
+    uint8_t back[COLS / ADIL_QK_K * sizeof(block_q6_K)];
     for (int r = 0; r < ROWS; r++) {
-        adil_unpack_row_q4_K(packed, COLS, r, back);
-        CHECK(memcmp(back, rows + r * NB, sizeof back) == 0);
+        adil_unpack_row(type, packed, COLS, r, back);
+        CHECK(memcmp(back, rows + r * file_row(type), file_row(type)) == 0);
     }
-    CHECK(adil_repack_bytes(ADIL_WT_Q4_K, ROWS, COLS) == ROWS * R8_ROW);
-    const adil_weight w = {ADIL_WT_Q4_K, ROWS, COLS, packed, ADIL_LAYOUT_R8};
-    const adil_weight plain = {ADIL_WT_Q4_K, ROWS, COLS, rows, ADIL_LAYOUT_ROWS};
-    CHECK(adil_weight_row_bytes(&w) == R8_ROW);
-    CHECK(adil_weight_row_bytes(&plain) == adil_row_size(ADIL_WT_Q4_K, COLS));
+    CHECK(adil_repack_bytes(type, ROWS, COLS) == ROWS * r8_row(type));
+    CHECK(r8_row(type) == (size_t)NB * 148);
 }
 
-static void test_reference(const block_q4_K *rows, const void *packed, const block_q8_K *acts) {
+static void test_reference(uint32_t type, const uint8_t *rows, const void *packed, const block_q8_K *acts) {
     float y[TOKS * ROWS];
-    adil_tile t = tile_of(packed, acts, ROWS, TOKS, y, ROWS);
-    adil_tile_q4_K_r8_ref(&t);
-    const adil_wtype_kernels *k = adil_wtype_kernels_at(ADIL_CPU_SCALAR, ADIL_WT_Q4_K);
+    adil_tile t = tile_of(type, packed, acts, ROWS, TOKS, y, ROWS);
+    reference(type)(&t);
+    const adil_wtype_kernels *k = adil_wtype_kernels_at(ADIL_CPU_SCALAR, type);
     for (int tok = 0; tok < TOKS; tok++)
         for (int r = 0; r < ROWS; r++) {
-            const float want = k->vec_dot(COLS, rows + r * NB, acts + tok * NB);
+            const float want = k->vec_dot(COLS, rows + r * file_row(type), acts + tok * NB);
             CHECK(memcmp(&want, &y[tok * ROWS + r], sizeof want) == 0);
         }
 }
 
 /* The level's kernel against the reference, and against itself in every
  * tile shape (one token at a time, 8 rows at a time, padded y). */
-static void test_level(int level, const block_q4_K *rows, const void *packed, const block_q8_K *acts) {
-    const adil_wtype_kernels *k = adil_wtype_kernels_at(level, ADIL_WT_Q4_K);
+static void test_level(uint32_t type, int level, const uint8_t *rows, const void *packed,
+                       const block_q8_K *acts) {
+    const adil_wtype_kernels *k = adil_wtype_kernels_at(level, type);
     if (k->tile_dot_r8 == NULL) return;
     float ref[TOKS * ROWS], y[TOKS * ROWS];
-    adil_tile t = tile_of(packed, acts, ROWS, TOKS, ref, ROWS);
-    adil_tile_q4_K_r8_ref(&t);
+    adil_tile t = tile_of(type, packed, acts, ROWS, TOKS, ref, ROWS);
+    reference(type)(&t);
     t.y = y;
     k->tile_dot_r8(&t);
     for (int tok = 0; tok < TOKS; tok++)
         for (int r = 0; r < ROWS; r++) {
             const double err = fabs((double)y[tok * ROWS + r] - ref[tok * ROWS + r]);
-            const double budget = MAX_DOT_ERROR_Q4_K_R8 * magnitude(rows + r * NB, acts + tok * NB) + 1e-30;
+            const double budget =
+                MAX_DOT_ERROR_R8 * magnitude(type, rows + r * file_row(type), acts + tok * NB) + 1e-30;
             if (!(err <= budget)) {
-                fprintf(stderr, "%s: row %d token %d: %g vs %g (budget %g)\n", adil_cpu_level_string(level), r,
-                        tok, y[tok * ROWS + r], ref[tok * ROWS + r], budget);
+                fprintf(stderr, "%s %s: row %d token %d: %g vs %g (budget %g)\n", adil_wtype_name(type),
+                        adil_cpu_level_string(level), r, tok, y[tok * ROWS + r], ref[tok * ROWS + r], budget);
                 test_failures++;
             }
         }
@@ -137,8 +156,8 @@ static void test_level(int level, const block_q4_K *rows, const void *packed, co
     for (size_t i = 0; i < sizeof padded / sizeof padded[0]; i++) padded[i] = -7.0f;
     for (int tok = 0; tok < TOKS; tok++)
         for (int g = 0; g < ROWS; g += ADIL_R8_ROWS) {
-            adil_tile one = tile_of((const uint8_t *)packed + g * R8_ROW, acts + tok * NB, ADIL_R8_ROWS, 1,
-                                    padded + tok * pad + g, pad);
+            adil_tile one = tile_of(type, (const uint8_t *)packed + g * r8_row(type), acts + tok * NB,
+                                    ADIL_R8_ROWS, 1, padded + tok * pad + g, pad);
             k->tile_dot_r8(&one);
         }
     for (int tok = 0; tok < TOKS; tok++)
@@ -151,7 +170,7 @@ static void test_level(int level, const block_q4_K *rows, const void *packed, co
         }
 }
 
-static void test_matmul(const block_q4_K *rows, const void *packed) {
+static void test_matmul(const uint8_t *rows, const void *packed) {
     enum { N_TOK = 37 };
     float *x = malloc(sizeof(float) * N_TOK * COLS);
     for (int i = 0; i < N_TOK * COLS; i++) x[i] = next_f();
@@ -175,6 +194,8 @@ static void test_matmul(const block_q4_K *rows, const void *packed) {
         const adil_weight odd = {ADIL_WT_Q4_K, ROWS - 4, COLS, packed, ADIL_LAYOUT_R8};
         CHECK(adil_matmul(NULL, &odd, x, 1, y1, scratch, scratch_size) == ADIL_STATUS_INVALID_ARGUMENT);
         CHECK_HAS(adil_last_error(), "layout 1 of Q4_K with 20 rows");
+        const adil_weight other = {ADIL_WT_Q5_K, ROWS, COLS, packed, ADIL_LAYOUT_R8};
+        CHECK(adil_matmul(NULL, &other, x, 1, y1, scratch, scratch_size) == ADIL_STATUS_INVALID_ARGUMENT);
     }
     const adil_weight unknown = {ADIL_WT_Q4_K, ROWS, COLS, packed, 7};
     CHECK(adil_matmul(NULL, &unknown, x, 1, y1, scratch, scratch_size) == ADIL_STATUS_INVALID_ARGUMENT);
@@ -186,20 +207,68 @@ static void test_matmul(const block_q4_K *rows, const void *packed) {
     free(x);
 }
 
-int main(void) {
-    block_q4_K *rows = malloc(sizeof(block_q4_K) * ROWS * NB);
-    void *packed = malloc(ROWS * R8_ROW);
-    block_q8_K *acts = malloc(sizeof(block_q8_K) * TOKS * NB);
-    for (int round = 0; round < 20; round++) {
-        random_q4_K(rows, ROWS * NB);
-        random_acts(acts, TOKS);
-        adil_repack_q4_K(rows, packed, COLS, 0, ROWS / ADIL_R8_ROWS);
-        test_round_trip(rows, packed);
-        test_reference(rows, packed, acts);
-        for (int level = ADIL_CPU_SCALAR; level <= (int)adil_cpu_level_supported(); level++)
-            test_level(level, rows, packed, acts);
+/* adil_matmul of a repacked weight of `type` (rows x cols) against the
+ * row-major one, on n_tok tokens: within the type's budget of each output's
+ * magnitude, which the tokens' own |x| bound (sum |w| |x| <= max|w| sum|x|). */
+static void test_product(uint32_t type, int64_t rows, int64_t cols, int64_t n_tok) {
+    const size_t row = adil_row_size(type, cols);
+    uint8_t *w = malloc(row * (size_t)rows), *packed = malloc(adil_repack_bytes(type, rows, cols));
+    float *x = malloc(sizeof(float) * (size_t)(n_tok * cols)), *wf = malloc(sizeof(float) * (size_t)cols);
+    float *y = malloc(sizeof(float) * (size_t)(n_tok * rows)),
+          *yp = malloc(sizeof(float) * (size_t)(n_tok * rows));
+    random_rows(type, w, rows * (cols / ADIL_QK_K));
+    for (int64_t i = 0; i < n_tok * cols; i++) x[i] = next_f();
+    adil_repack(type, w, packed, cols, 0, rows / ADIL_R8_ROWS);
+    const adil_weight plain = {type, rows, cols, w, ADIL_LAYOUT_ROWS},
+                      r8 = {type, rows, cols, packed, ADIL_LAYOUT_R8};
+    const size_t scratch_size = adil_matmul_scratch_size(&plain, n_tok);
+    void *scratch = malloc(scratch_size);
+    CHECK(adil_matmul(NULL, &r8, x, n_tok, y, scratch, scratch_size) == ADIL_OK);
+    CHECK(adil_matmul(NULL, &plain, x, n_tok, yp, scratch, scratch_size) == ADIL_OK);
+    for (int64_t r = 0; r < rows; r++) {
+        adil_wtype_kernels_at(ADIL_CPU_SCALAR, type)->dequantize_row(w + (size_t)r * row, wf, cols);
+        double wmax = 0;
+        for (int64_t i = 0; i < cols; i++) wmax = fmax(wmax, fabs(wf[i]));
+        for (int64_t t = 0; t < n_tok; t++) {
+            double xs = 0;
+            for (int64_t i = 0; i < cols; i++) xs += fabs(x[t * cols + i]);
+            const double err = fabs((double)y[t * rows + r] - yp[t * rows + r]);
+            if (!(err <= 1e-5 * wmax * xs + 1e-30)) {
+                fprintf(stderr, "%s %lld x %lld: row %lld token %lld: %g vs %g\n", adil_wtype_name(type),
+                        (long long)rows, (long long)cols, (long long)r, (long long)t, y[t * rows + r],
+                        yp[t * rows + r]);
+                test_failures++;
+                r = rows;
+                break;
+            }
+        }
     }
+    free(w), free(packed), free(x), free(wf), free(y), free(yp), free(scratch);
+}
+
+int main(void) {
+    const uint32_t types[] = {ADIL_WT_Q4_K};
+    uint8_t *rows = malloc(sizeof(block_q6_K) * ROWS * NB);
+    void *packed = malloc(ROWS * (size_t)NB * sizeof(block_q6_K));
+    block_q8_K *acts = malloc(sizeof(block_q8_K) * TOKS * NB);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (int round = 0; round < 20; round++) {
+            random_rows(types[ti], rows, ROWS * NB);
+            random_acts(acts, TOKS);
+            adil_repack(types[ti], rows, packed, COLS, 0, ROWS / ADIL_R8_ROWS);
+            test_round_trip(types[ti], rows, packed);
+            test_reference(types[ti], rows, packed, acts);
+            for (int level = ADIL_CPU_SCALAR; level <= (int)adil_cpu_level_supported(); level++)
+                test_level(types[ti], level, rows, packed, acts);
+        }
+    random_rows(ADIL_WT_Q4_K, rows, ROWS * NB);
+    adil_repack(ADIL_WT_Q4_K, rows, packed, COLS, 0, ROWS / ADIL_R8_ROWS);
     test_matmul(rows, packed);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0] && adil_repack_supported(ADIL_WT_Q4_K); ti++) {
+        test_product(types[ti], 256, 512, 64); /* the tiny models' shapes */
+        test_product(types[ti], 512, 256, 1);
+        test_product(types[ti], 384, 256, 33);
+    }
     free(rows);
     free(packed);
     free(acts);

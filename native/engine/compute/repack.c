@@ -43,7 +43,7 @@ static void pack_block(const block_q4_K *const x[ADIL_R8_ROWS], block_q4_K_r8 *o
     }
 }
 
-void adil_repack_q4_K(const void *src, void *dst, int64_t cols, int64_t g0, int64_t g1) {
+static void repack_q4_K(const void *src, void *dst, int64_t cols, int64_t g0, int64_t g1) {
     const int64_t nb = cols / ADIL_QK_K;
     const block_q4_K *rows = src;
     block_q4_K_r8 *groups = dst;
@@ -67,7 +67,7 @@ static void pack_scales(const uint8_t sc[8], const uint8_t m[8], uint8_t s[12]) 
     }
 }
 
-void adil_unpack_row_q4_K(const void *data, int64_t cols, int64_t r, void *dst) {
+static void unpack_row_q4_K(const void *data, int64_t cols, int64_t r, void *dst) {
     const int64_t nb = cols / ADIL_QK_K;
     const block_q4_K_r8 *g = (const block_q4_K_r8 *)data + (r / ADIL_R8_ROWS) * nb;
     const int k = (int)(r % ADIL_R8_ROWS);
@@ -121,4 +121,14 @@ void adil_tile_q4_K_r8_ref(const adil_tile *t) {
             }
         }
     }
+}
+
+/* ---- by type ------------------------------------------------------------------- */
+
+void adil_repack(uint32_t type, const void *src, void *dst, int64_t cols, int64_t g0, int64_t g1) {
+    if (type == ADIL_WT_Q4_K) repack_q4_K(src, dst, cols, g0, g1);
+}
+
+void adil_unpack_row(uint32_t type, const void *data, int64_t cols, int64_t r, void *dst) {
+    if (type == ADIL_WT_Q4_K) unpack_row_q4_K(data, cols, r, dst);
 }

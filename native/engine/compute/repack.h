@@ -8,14 +8,14 @@
  * lanes, and the 8 results are one store: a quarter of the instructions per
  * multiply-add in decode, and the activations are loaded once per 8 rows.
  *
- * Q4_K rows r = 8g .. 8g + 7 (group g) become, per super-block i, one
- * block_q4_K_r8 at group g's block i: groups one after another, the blocks
- * of a group in column order.  So a group takes exactly 8 rows of
- * ADIL_Q4_K_R8_ROW_BYTES per super-block, and row 8g starts at
- * 8g * (bytes per row), as in the row-major layout (with a larger row).
- * The scales and mins are stored unpacked (one byte each), which the
- * kernels would otherwise unpack for every super-block and row: 148 bytes
- * per row and super-block instead of 144.
+ * Rows r = 8g .. 8g + 7 (group g) of a Q4_K weight become, per
+ * super-block i, one block_q4_K_r8 at group g's block i:
+ * groups one after another, the blocks of a group in column order.  So a
+ * group takes exactly 8 rows of the layout's row bytes per super-block, and
+ * row 8g starts at 8g * (bytes per row), as in the row-major layout.  Q4_K's
+ * scales and mins are stored unpacked (one byte each), which the kernels
+ * would otherwise unpack for every super-block and row: 148 bytes per row
+ * and super-block instead of 144.  (Only Q4_K has the layout so far.)
  *
  * Results are those of the same arithmetic as the scalar reference
  * (integer sums per super-block, then d * sum - dmin * msum in float), in a
@@ -60,17 +60,18 @@ bool adil_repack_supported(uint32_t type);
  * of 8, cols of the block size). */
 size_t adil_repack_bytes(uint32_t type, int64_t rows, int64_t cols);
 
-/* Groups [g0, g1) of the row-major weight src (rows, cols) into dst, laid out
- * as above (the whole weight is groups 0 .. rows / 8). */
-void adil_repack_q4_K(const void *src, void *dst, int64_t cols, int64_t g0, int64_t g1);
+/* Groups [g0, g1) of the row-major weight src (rows, cols) of `type` (Q4_K)
+ * into dst, laid out as above (the whole weight is groups 0 ..
+ * rows / 8). */
+void adil_repack(uint32_t type, const void *src, void *dst, int64_t cols, int64_t g0, int64_t g1);
 
-/* Row r of a Q4_K weight in the 8-row layout, back as the file's
- * block_q4_K row (bit for bit the one adil_repack_q4_K read). */
-void adil_unpack_row_q4_K(const void *data, int64_t cols, int64_t r, void *dst);
+/* Row r of a weight of `type` in the 8-row layout, back as the file's row
+ * (bit for bit the one adil_repack read). */
+void adil_unpack_row(uint32_t type, const void *data, int64_t cols, int64_t r, void *dst);
 
 /* The reference tile kernel of the 8-row Q4_K layout, written for clarity
  * (tests compare the SIMD ones with it): adil_tile with n_rows a multiple of
- * 8, w at a group's first row, w_stride the R8 row bytes. */
+ * 8, w at a group's first row, w_stride the layout's row bytes. */
 void adil_tile_q4_K_r8_ref(const adil_tile *t);
 
 #endif /* ADIL_REPACK_H */

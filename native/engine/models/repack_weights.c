@@ -24,6 +24,7 @@
 
 typedef struct repack_item {
     adil_weight *w;
+    bool expert; /* a stacked expert tensor: a token reads n_expert_used / n_expert of it */
     uint8_t *dst;
     int64_t first_unit;
 } repack_item;
@@ -39,12 +40,14 @@ static bool eligible(const adil_transformer *m, const adil_weight *w) {
            w->data != m->tok_embd.data && adil_repack_supported(w->type);
 }
 
-/* The matrix weights of layer il (some may be absent: data NULL). */
+/* The matrix weights of layer il (some may be absent: data NULL); the last
+ * ones from index FIRST_EXPERT on are the stacked expert tensors. */
+#define FIRST_EXPERT 7
 static int layer_weights(adil_layer *L, adil_weight *out[MAX_WEIGHTS_PER_LAYER]) {
-    adil_weight *all[MAX_WEIGHTS_PER_LAYER] = {&L->wq,       &L->wk,       &L->wv,
-                                               &L->wo,       &L->ffn_gate, &L->ffn_up,
-                                               &L->ffn_down, &L->ffn_gate_exps, &L->ffn_up_exps,
-                                               &L->ffn_down_exps};
+    adil_weight *all[MAX_WEIGHTS_PER_LAYER] = {
+        &L->wq,          &L->wk,           &L->wv,       &L->wo,
+        &L->ffn_gate,    &L->ffn_up,       &L->ffn_down, &L->ffn_gate_exps,
+        &L->ffn_up_exps, &L->ffn_down_exps};
     memcpy(out, all, sizeof all);
     return MAX_WEIGHTS_PER_LAYER;
 }
@@ -65,7 +68,7 @@ static int64_t collect(adil_transformer *m, repack_item *items, size_t *bytes) {
         if (il < m->hp.n_layer) k = layer_weights(&m->layers[il], ws);
         for (int i = 0; i < k; i++) {
             if (!eligible(m, ws[i])) continue;
-            if (items != NULL) items[n].w = ws[i];
+            if (items != NULL) items[n] = (repack_item){.w = ws[i], .expert = k > 1 && i >= FIRST_EXPERT};
             *bytes += (adil_repack_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols) + REPACK_ALIGN - 1) &
                       ~(size_t)(REPACK_ALIGN - 1);
             n++;
@@ -74,13 +77,25 @@ static int64_t collect(adil_transformer *m, repack_item *items, size_t *bytes) {
     return n;
 }
 
+/* What one decoded token reads grows by the layout's extra bytes (the
+ * unpacked scales) of w, or for expert tensors by their routed share (as
+ * adil_model_info.decode_bytes counts them, models/loader.c). */
+static void count_decode_bytes(adil_transformer *m, const repack_item *it) {
+    const adil_weight *w = it->w;
+    uint64_t extra =
+        adil_repack_bytes(w->type, w->rows, w->cols) - (uint64_t)w->rows * adil_row_size(w->type, w->cols);
+    if (it->expert) extra = extra / (uint64_t)m->hp.n_expert * (uint64_t)m->hp.n_expert_used;
+    m->decode_bytes += extra;
+}
+
 /* Drops the mapped pages wholly inside [p, p + n). */
 static void drop_pages(const void *p, size_t n) {
     const long page_size = sysconf(_SC_PAGESIZE);
     if (page_size <= 0) return;
     const uintptr_t page = (uintptr_t)page_size;
     const uintptr_t start = ((uintptr_t)p + page - 1) / page * page, end = ((uintptr_t)p + n) / page * page;
-    if (end > start) madvise((void *)start, end - start, MADV_DONTNEED); /* advice: a failure changes nothing */
+    if (end > start)
+        madvise((void *)start, end - start, MADV_DONTNEED); /* advice: a failure changes nothing */
 }
 
 static void convert_unit(void *ctx, int64_t u, int ith) {
@@ -92,7 +107,7 @@ static void convert_unit(void *ctx, int64_t u, int ith) {
     const int64_t g0 = (u - it->first_unit) * GROUPS_PER_UNIT;
     const int64_t groups = it->w->rows / ADIL_R8_ROWS;
     const int64_t g1 = g0 + GROUPS_PER_UNIT < groups ? g0 + GROUPS_PER_UNIT : groups;
-    adil_repack_q4_K(it->w->data, it->dst, it->w->cols, g0, g1);
+    adil_repack(it->w->type, it->w->data, it->dst, it->w->cols, g0, g1);
     if (j->drop_source) { /* unit by unit, so the peak stays near one copy */
         const size_t group = ADIL_R8_ROWS * adil_row_size(it->w->type, it->w->cols);
         drop_pages((const uint8_t *)it->w->data + (size_t)g0 * group, (size_t)(g1 - g0) * group);
@@ -124,6 +139,7 @@ adil_status adil_transformer_repack(adil_transformer *m, adil_pool *pool, bool s
     }
     adil_pool_for(pool, job.n_units, convert_unit, &job);
     for (int64_t i = 0; i < n; i++) {
+        count_decode_bytes(m, &items[i]);
         items[i].w->data = items[i].dst;
         items[i].w->layout = ADIL_LAYOUT_R8;
     }

@@ -320,8 +320,10 @@ typedef struct adil_model_info {
     uint64_t decode_bytes;  /* bytes of weights one decoded token reads: size_bytes, less the
                               experts a token is not routed through (of a mixture of experts'
                               expert tensors, n_expert_used / n_expert counts) and all but one
-                              row of a token embedding that is not also the output head;
-                              what bounds decode speed by memory bandwidth */
+                              row of a token embedding that is not also the output head, plus
+                              what the engine's in-memory layout of a weight adds (the CPU
+                              engine's 8-row Q4_K layout: 148 bytes per row and super-block for
+                              the file's 144); what bounds decode speed by memory bandwidth */
     uint64_t decode_params; /* weights (elements) one decoded token multiplies by, counted as
                                decode_bytes counts bytes: the multiply-adds of a token's matrix
                                products, before attention */

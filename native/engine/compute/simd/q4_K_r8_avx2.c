@@ -73,7 +73,8 @@ ADIL_INLINE void r8_core(const adil_tile *t, const int T) {
                     for (int k = 0; k < T; k++) {
                         const int8_t *a = act_block(t, k, i)->qs + 64 * h + 8 * q;
                         __m256i *d = dots[k][s];
-                        d[0] = _mm256_add_epi32(d[0], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, bcast_u64(a)), sc_lo));
+                        d[0] = _mm256_add_epi32(
+                            d[0], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, bcast_u64(a)), sc_lo));
                         d[1] = _mm256_add_epi32(
                             d[1], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, bcast_u64(a + 32)), sc_hi));
                     }

@@ -48,10 +48,10 @@ ADIL_INLINE const block_q8_K *act_block(const adil_tile *t, int k, int64_t i) {
 ADIL_INLINE __m256i mins_dot(__m512i m01, __m512i m23, const block_q8_K *y) {
     const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
     const __m512i bp = _mm512_castsi256_si512(_mm256_hadd_epi16(bs, bs));
-    const __m512i b01 = _mm512_permutexvar_epi32(
-        _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), bp);
-    const __m512i b23 = _mm512_permutexvar_epi32(
-        _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5), bp);
+    const __m512i b01 =
+        _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), bp);
+    const __m512i b23 =
+        _mm512_permutexvar_epi32(_mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5), bp);
     const __m512i s = _mm512_dpwssd_epi32(_mm512_madd_epi16(m01, b01), m23, b23);
     return _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
 }
@@ -62,8 +62,8 @@ ADIL_INLINE void r8_core(const adil_tile *t, const int T) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i pick = _mm512_loadu_si512(PICK_ROW);
     const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-    __m512 acc[R8_MAX_TOKS];   /* row r: lanes 2r, 2r + 1 */
-    __m256 offs[R8_MAX_TOKS];  /* row r: lane r */
+    __m512 acc[R8_MAX_TOKS];  /* row r: lanes 2r, 2r + 1 */
+    __m256 offs[R8_MAX_TOKS]; /* row r: lane r */
     for (int k = 0; k < T; k++) {
         acc[k] = _mm512_setzero_ps();
         offs[k] = _mm256_setzero_ps();
@@ -85,9 +85,10 @@ ADIL_INLINE void r8_core(const adil_tile *t, const int T) {
                 for (int k = 0; k < T; k++) {
                     const int8_t *a = act_block(t, k, i)->qs + 64 * h + 8 * q;
                     __m512i *d = dots[k];
-                    d[2 * c % C] = _mm512_dpwssd_epi32(d[2 * c % C], _mm512_maddubs_epi16(lo, bcast_u64(a)), sc_lo);
-                    d[(2 * c + 1) % C] =
-                        _mm512_dpwssd_epi32(d[(2 * c + 1) % C], _mm512_maddubs_epi16(hi, bcast_u64(a + 32)), sc_hi);
+                    d[2 * c % C] =
+                        _mm512_dpwssd_epi32(d[2 * c % C], _mm512_maddubs_epi16(lo, bcast_u64(a)), sc_lo);
+                    d[(2 * c + 1) % C] = _mm512_dpwssd_epi32(
+                        d[(2 * c + 1) % C], _mm512_maddubs_epi16(hi, bcast_u64(a + 32)), sc_hi);
                 }
             }
         }
