@@ -29,7 +29,7 @@
 
 struct adil_engine {
     uint32_t n_threads; /* default thread count for models (>= 1) */
-    char backend[16];   /* "cpu" */
+    char backend[16];   /* the backend that computes: "cpu" (backends/backend_select.h) */
 };
 
 struct adil_model {

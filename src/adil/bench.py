@@ -327,6 +327,7 @@ def run_bench(
     schema: dict[str, Any] | None = None,
     context_length: int | None = None,
     depths: Sequence[int] = (0,),
+    backend: str | None = None,
 ) -> BenchResult:
     """Runs the prefill test (`prompt_tokens` >= MIN_PROMPT_TOKENS) and the
     decode test (`gen_tokens` >= MIN_GEN_TOKENS) `repetitions` (>= 1) times
@@ -335,7 +336,8 @@ def run_bench(
     constrained-decoding test, in a context of `context_length` positions
     (None: what the tests need at the deepest depth); InvalidArgumentError
     for sizes below those, EngineInternalError when a measured run did not
-    reuse the depth's prefix from the cache."""
+    reuse the depth's prefix from the cache; `backend` is Engine.open's
+    (CapabilityError when it cannot be had)."""
     for name, value, minimum in (("prompt_tokens", prompt_tokens, MIN_PROMPT_TOKENS),
                                  ("gen_tokens", gen_tokens, MIN_GEN_TOKENS),
                                  ("repetitions", repetitions, 1)):
@@ -353,7 +355,7 @@ def run_bench(
             f"context_length must be an integer >= {need} (what the tests need), "
             f"got {context_length!r}")
     grammar: GrammarResult | None = None
-    with Engine.open(library=library, threads=threads) as engine, \
+    with Engine.open(library=library, threads=threads, backend=backend) as engine, \
             engine.load_model(model_path, threads=threads,
                               context_length=context_length or need) as model:
         threads = model.info.threads  # what runs: the engine may use fewer than asked

@@ -8,7 +8,8 @@
                   [--threads N] [--stats] [--chat] [--schema FILE] "prompt" | -
     adil chat --model PATH|ALIAS [--tools module.py] [--system TEXT] [--max-tokens N]
               [--temperature T] [--seed S]
-    adil bench --model PATH|ALIAS [--threads N] [--prompt-tokens 512] [--gen-tokens 128]
+    adil bench --model PATH|ALIAS [--backend auto|cpu|cuda] [--threads N]
+               [--prompt-tokens 512] [--gen-tokens 128]
                [--repetitions 5] [--depth 0,1024,...] [--schema FILE]
                [--context-length N] [--json]
     adil serve --model PATH|ALIAS [--library PATH] [--host 127.0.0.1] [--port 8765]
@@ -38,7 +39,7 @@ from dataclasses import asdict
 from typing import Any
 
 from .engine import Engine
-from .errors import AdilError
+from .errors import AdilError, CapabilityError
 from .generation import Stats
 from .sampling import DEFAULT_SAMPLING, Sampling, resolve_sampling
 
@@ -48,10 +49,24 @@ __all__ = ["SCHEMA_MAX_TOKENS", "main"]
 SCHEMA_MAX_TOKENS = 512
 
 
+def _cuda_status(library: str | None, backends: Sequence[str]) -> str:
+    """What backend="cuda" would give on this engine: "not built into this
+    engine", the devices seen, or the engine's reason for refusing it (no
+    driver, no device, no CUDA forward pass yet)."""
+    if "cuda" not in backends:
+        return "not built into this engine"
+    try:
+        Engine.open(library=library, backend="cuda").close()
+    except CapabilityError as error:
+        return str(error).removeprefix("adil_engine_open: ").removeprefix('backend "cuda": ')
+    return "usable"
+
+
 def _info(args: argparse.Namespace) -> int:
     engine = Engine.open(library=args.library)
     info = asdict(engine.info)
     info["abi"] = engine.info.abi
+    info["cuda"] = _cuda_status(args.library, engine.info.backends)
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -62,6 +77,7 @@ def _info(args: argparse.Namespace) -> int:
         ("host", f"{info['host_name']} {info['host_version']} (host ABI "
                  f"{info['host_major']}.{info['host_minor']})"),
         ("backends", ", ".join(info["backends"]) or "-"),
+        ("cuda", info["cuda"]),
         ("CPU features", ", ".join(info["cpu_features"]) or "-"),
         ("kernels", info["kernels"] or "-"),
         ("capabilities", ", ".join(info["capabilities"]) or "-"),
@@ -203,7 +219,8 @@ def _bench(args: argparse.Namespace) -> int:
 
     result = run_bench(_resolve_model(args.model), threads=args.threads,
                        prompt_tokens=args.prompt_tokens, gen_tokens=args.gen_tokens,
-                       repetitions=args.repetitions, library=args.library, schema=args.schema,
+                       repetitions=args.repetitions, library=args.library, backend=args.backend,
+                       schema=args.schema,
                        context_length=args.context_length, depths=args.depth)
     print(json.dumps(result.to_json(), indent=2) if args.json else format_table(result))
     return 0
@@ -335,6 +352,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--model", required=True, type=_non_empty,
                        help="a model file, or an installed alias")
     bench.add_argument("--library", type=_non_empty, help="an engine library by path")
+    bench.add_argument("--backend", type=_non_empty, default=None, metavar="NAME",
+                       help='the engine\'s backend: "auto" (default), "cpu" or "cuda"')
     bench.add_argument("--threads", type=positive, default=2, metavar="N",
                        help="compute threads >= 1; default 2")
     bench.add_argument("--prompt-tokens", type=_int_at_least(MIN_PROMPT_TOKENS), default=512,

@@ -160,6 +160,11 @@ class Engine:
         """Loads the engine at `library` (default: the bundled CPU engine),
         checks it is a version-2 engine, and opens it for this host.
 
+        `backend`: "auto" (default: the best backend that can run, today the
+        CPU), "cpu", or "cuda", which raises CapabilityError naming why it
+        cannot be had (an engine built without CUDA, no driver, no device,
+        and, until the CUDA forward pass exists, even with a device).
+
         Raises ComponentRefusedError (``library_refused`` or ``host_refused``)."""
         lib = open_library(library if library is not None else _ENGINE_LIBRARY)
         keep: list[Any] = []

@@ -3,6 +3,7 @@
  * component-info struct (name, version, backends, CPU features, struct sizes).
  */
 #include "engine_internal.h"
+#include "backends/backend_select.h"
 #include "compute/cpu_level.h"
 
 #include <pthread.h>
@@ -50,8 +51,8 @@ static void detect_cpu_features(char *list, size_t cap) {
 static void component_init(void) {
     detect_cpu_features(cpu_feature_list, sizeof cpu_feature_list);
     adil_component_fill(&component_info, ADIL_ABI_MAJOR, ADIL_ABI_MINOR, ADIL_HOST_MAJOR,
-                        ADIL_CPU_ENGINE_NAME, ADIL_CPU_ENGINE_VERSION, "cpu", cpu_feature_list,
-                        "grammar,logits,logprobs,lookup");
+                        ADIL_CPU_ENGINE_NAME, ADIL_CPU_ENGINE_VERSION, adil_backends_built(),
+                        cpu_feature_list, "grammar,logits,logprobs,lookup");
 }
 
 const char *adil_cpu_features(void) {

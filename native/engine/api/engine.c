@@ -2,6 +2,7 @@
  * engine.c — adil_engine_open / adil_engine_close: checks the host and keeps
  * the defaults (thread count, backend) that models inherit.
  */
+#include "backends/backend_select.h"
 #include "compute/cpu_level.h"
 #include "compute/int8_peak.h"
 #include "engine_internal.h"
@@ -21,17 +22,14 @@ ADIL_API adil_status adil_engine_open(const adil_host_info *host, const adil_eng
     st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_ENGINE_PARAMS, "adil_engine_params");
     if (st != ADIL_OK) return st;
 
-    const char *backend = p.backend ? p.backend : "auto";
-    if (strcmp(backend, "auto") != 0 && strcmp(backend, "cpu") != 0)
-        return adil_fail(ADIL_STATUS_CAPABILITY,
-                         "adil_engine_open: backend \"%s\" is not built into this engine "
-                         "(available: cpu)",
-                         backend);
-
     adil_engine *engine = calloc(1, sizeof *engine);
     if (!engine) return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "adil_engine_open: out of memory");
     engine->n_threads = p.n_threads ? p.n_threads : adil_cpu_count();
-    strcpy(engine->backend, "cpu");
+    st = adil_backend_select(p.backend, engine->backend, sizeof engine->backend);
+    if (st != ADIL_OK) {
+        free(engine);
+        return st;
+    }
     *out = engine;
     adil_clear_error();
     return ADIL_OK;
