@@ -18,13 +18,16 @@
  *   - a ring buffer (kv_cache.h's sliding-window rings): the tile's keys and
  *     values moved to row p % ring of a ring just large enough (or a little
  *     larger) give the same bits as in place, at every level;
- *   - all of it with keys and values stored as f32, and as IEEE halves (the
+ *   - all of it with keys and values stored as f32, as IEEE halves (the
  *     KV cache's default) for 4 of the 16 tile heights (the sanitizer run's
- *     time): with halves, every level reads the same rounded
- *     elements as the reference, so the same budget holds.
+ *     time), and as Q8_0 blocks for 3 others where the head dims are whole
+ *     blocks: with halves or blocks, every level reads the same rounded
+ *     elements as the reference, so the same budget holds.  Q8_0 blocks
+ *     outside every range have a NaN scale (never read either).
  */
 #include "compute/attention.h"
 #include "compute/cpu_level.h"
+#include "compute/kernels_scalar.h"
 #include "compute/weight_types.h"
 #include "test_util.h"
 
@@ -52,10 +55,11 @@ static int64_t rnd_int(int64_t lo, int64_t hi) { /* [lo, hi] */
 
 typedef struct setup {
     int64_t hd, hdv, k_stride, v_stride;
-    float *k, *v;       /* N_CTX rows; NaN outside every range of the tile */
-    adil_fp16 *kh, *vh; /* the same as halves (k and v then hold their values) */
-    float *q;           /* ADIL_ATT_MAX_ROWS rows of hd */
-    float *o;           /* ADIL_ATT_MAX_ROWS rows of hdv + GUARD */
+    float *k, *v;        /* N_CTX rows; NaN outside every range of the tile */
+    adil_fp16 *kh, *vh;  /* the same as halves (k and v then hold their values) */
+    block_q8_0 *kq, *vq; /* or as Q8_0 blocks, rows padded to whole blocks */
+    float *q;            /* ADIL_ATT_MAX_ROWS rows of hd */
+    float *o;            /* ADIL_ATT_MAX_ROWS rows of hdv + GUARD */
     float *scratch;
 } setup;
 
@@ -68,6 +72,8 @@ static void setup_alloc(setup *s, int64_t hd, int64_t hdv) {
     s->v = malloc(sizeof(float) * (size_t)(N_CTX * s->v_stride));
     s->kh = malloc(sizeof(adil_fp16) * (size_t)(N_CTX * s->k_stride));
     s->vh = malloc(sizeof(adil_fp16) * (size_t)(N_CTX * s->v_stride));
+    s->kq = malloc(sizeof(block_q8_0) * (size_t)(N_CTX * (s->k_stride / 32 + 1)));
+    s->vq = malloc(sizeof(block_q8_0) * (size_t)(N_CTX * (s->v_stride / 32 + 1)));
     s->q = malloc(sizeof(float) * (size_t)(ADIL_ATT_MAX_ROWS * hd));
     s->o = malloc(sizeof(float) * (size_t)(ADIL_ATT_MAX_ROWS * (hdv + GUARD)));
     s->scratch = malloc(sizeof(float) * (size_t)(ADIL_ATT_MAX_ROWS * N_CTX));
@@ -78,6 +84,8 @@ static void setup_free(setup *s) {
     free(s->v);
     free(s->kh);
     free(s->vh);
+    free(s->kq);
+    free(s->vq);
     free(s->q);
     free(s->o);
     free(s->scratch);
@@ -99,11 +107,41 @@ static void use_halves(setup *s, adil_att_tile *t) {
     t->v = s->vh;
 }
 
+/* Rows of x (n_rows, stride) as Q8_0 rows of q_stride elements (stride
+ * rounded up to whole blocks) in q: a block whose first element is NaN (out
+ * of every range, or row padding) gets a NaN scale, the others are
+ * quantized and x takes their values as the kernels widen them. */
+static size_t to_q8_0(float *x, int64_t stride, block_q8_0 *q) {
+    const int64_t q_stride = (stride + 31) / 32 * 32, nb = q_stride / 32;
+    for (int64_t p = 0; p < N_CTX; p++)
+        for (int64_t b = 0; b < nb; b++) {
+            float *xb = x + p * stride + b * 32;
+            block_q8_0 *qb = q + p * nb + b;
+            if (b * 32 + 32 > stride || isnan(xb[0])) {
+                memset(qb, 0, sizeof *qb);
+                qb->d = 0x7E00; /* NaN */
+                continue;
+            }
+            adil_quantize_row_q8_0(xb, qb, 32);
+            adil_dequantize_row_q8_0(qb, xb, 32);
+        }
+    return (size_t)q_stride;
+}
+
+/* Points t at K/V stored as Q8_0 blocks (s->k and s->v take their values). */
+static void use_q8_0(setup *s, adil_att_tile *t) {
+    t->k_stride = to_q8_0(s->k, s->k_stride, s->kq);
+    t->v_stride = to_q8_0(s->v, s->v_stride, s->vq);
+    t->kv_type = ADIL_KV_Q8_0;
+    t->k = s->kq;
+    t->v = s->vq;
+}
+
 /* Fills the tile's rows: ranges of the given kind, q/k/v of magnitude qmag,
  * with_sinks: a sink per row of about the scores' size or far above, and
- * K/V as halves when f16. */
+ * K/V stored as `ty`. */
 static void make_tile(setup *s, adil_att_tile *t, int n_rows, int kind, float qmag, bool with_sinks,
-                      bool f16) {
+                      adil_kv_type ty) {
     memset(t, 0, sizeof *t);
     t->n_rows = n_rows;
     int64_t lo = N_CTX, hi = 0;
@@ -145,7 +183,8 @@ static void make_tile(setup *s, adil_att_tile *t, int n_rows, int kind, float qm
     t->head_dim_v = s->hdv;
     t->scale = 1.0f / sqrtf((float)s->hd);
     t->scratch = s->scratch;
-    if (f16) use_halves(s, t);
+    if (ty == ADIL_KV_F16) use_halves(s, t);
+    if (ty == ADIL_KV_Q8_0) use_q8_0(s, t);
 }
 
 /* out[r] (copies of the tile's outputs) after running kernel on t. */
@@ -189,9 +228,10 @@ static bool same_values(const float *a, const float *b, int64_t n) {
     return true;
 }
 
-static void check_level(int level, setup *s, int n_rows, int kind, float qmag, bool with_sinks, bool f16) {
+static void check_level(int level, setup *s, int n_rows, int kind, float qmag, bool with_sinks,
+                        adil_kv_type ty) {
     adil_att_tile t;
-    make_tile(s, &t, n_rows, kind, qmag, with_sinks, f16);
+    make_tile(s, &t, n_rows, kind, qmag, with_sinks, ty);
     const size_t n_out = (size_t)(ADIL_ATT_MAX_ROWS * s->hdv);
     float *ref = malloc(sizeof(float) * n_out), *got = malloc(sizeof(float) * n_out);
     float *alone = malloc(sizeof(float) * n_out);
@@ -238,22 +278,20 @@ static void check_level(int level, setup *s, int n_rows, int kind, float qmag, b
 
 /* The tile's K/V moved into a ring of rows (p in row p % ring): the same
  * bits as with the K/V in place. */
-static void check_ring(int level, setup *s, int n_rows, int kind, bool f16) {
+static void check_ring(int level, setup *s, int n_rows, int kind, adil_kv_type ty) {
     adil_att_tile t;
-    make_tile(s, &t, n_rows, kind, 1.0f, kind == 1, f16);
+    make_tile(s, &t, n_rows, kind, 1.0f, kind == 1, ty);
     int64_t lo = t.first[0], hi = t.last[0];
     for (int r = 1; r < n_rows; r++) {
         lo = t.first[r] < lo ? t.first[r] : lo;
         hi = t.last[r] > hi ? t.last[r] : hi;
     }
     const int64_t ring = hi - lo + 1 + rnd_int(0, 3);
-    const size_t size = f16 ? sizeof(adil_fp16) : sizeof(float);
-    char *k = malloc((size_t)(ring * s->k_stride) * size), *v = malloc((size_t)(ring * s->v_stride) * size);
+    const size_t krow = adil_kv_bytes_of(ty, t.k_stride), vrow = adil_kv_bytes_of(ty, t.v_stride);
+    char *k = malloc((size_t)ring * krow), *v = malloc((size_t)ring * vrow);
     for (int64_t p = lo; p <= hi; p++) {
-        memcpy(k + (size_t)((p % ring) * s->k_stride) * size,
-               (const char *)t.k + (size_t)(p * s->k_stride) * size, (size_t)s->k_stride * size);
-        memcpy(v + (size_t)((p % ring) * s->v_stride) * size,
-               (const char *)t.v + (size_t)(p * s->v_stride) * size, (size_t)s->v_stride * size);
+        memcpy(k + (size_t)(p % ring) * krow, (const char *)t.k + (size_t)p * krow, krow);
+        memcpy(v + (size_t)(p % ring) * vrow, (const char *)t.v + (size_t)p * vrow, vrow);
     }
     const size_t n_out = (size_t)(ADIL_ATT_MAX_ROWS * s->hdv);
     float *flat = malloc(sizeof(float) * n_out), *ringed = malloc(sizeof(float) * n_out);
@@ -272,9 +310,9 @@ static void check_ring(int level, setup *s, int n_rows, int kind, bool f16) {
 
 /* The scalar reference with sinks against the definition, in double:
  * o = Σ e^(s_p - m) v_p / (Σ e^(s_p - m) + e^(sink - m)). */
-static void check_sink_definition(setup *s, bool f16) {
+static void check_sink_definition(setup *s, adil_kv_type ty) {
     adil_att_tile t;
-    make_tile(s, &t, ADIL_ATT_MAX_ROWS, 2, 1.0f, true, f16);
+    make_tile(s, &t, ADIL_ATT_MAX_ROWS, 2, 1.0f, true, ty);
     float *got = malloc(sizeof(float) * (size_t)(ADIL_ATT_MAX_ROWS * s->hdv));
     double *e = malloc(sizeof(double) * N_CTX);
     run(adil_attention_kernel_at(ADIL_CPU_SCALAR), &t, s, got);
@@ -299,9 +337,9 @@ static void check_sink_definition(setup *s, bool f16) {
 }
 
 /* A sink of -inf takes no share: the bits of the same tile without sinks. */
-static void check_minus_inf_sink(int level, setup *s, bool f16) {
+static void check_minus_inf_sink(int level, setup *s, adil_kv_type ty) {
     adil_att_tile t;
-    make_tile(s, &t, ADIL_ATT_MAX_ROWS, 0, 8.0f, false, f16);
+    make_tile(s, &t, ADIL_ATT_MAX_ROWS, 0, 8.0f, false, ty);
     const size_t n_out = (size_t)(ADIL_ATT_MAX_ROWS * s->hdv);
     float *plain = malloc(sizeof(float) * n_out), *inf = malloc(sizeof(float) * n_out);
     run(adil_attention_kernel_at(level), &t, s, plain);
@@ -322,19 +360,26 @@ int main(void) {
         for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
             setup s;
             setup_alloc(&s, dims[d][0], dims[d][1]);
+            const bool blocks = dims[d][0] % 32 == 0 && dims[d][1] % 32 == 0; /* Q8_0 can keep them */
             for (int n_rows = 1; n_rows <= ADIL_ATT_MAX_ROWS; n_rows++)
                 for (int kind = 0; kind < 3; kind++)
                     for (size_t m = 0; m < sizeof mags / sizeof mags[0]; m++)
-                        for (int sinks = 0; sinks < 2; sinks++)
-                            /* halves on 4 of the 16 tile heights (1, 6, 11, 16), to keep the
-                             * sanitizer run in its time */
-                            for (int f16 = 0; f16 < (n_rows % 5 == 1 ? 2 : 1); f16++)
-                                check_level(level, &s, n_rows, kind, mags[m], sinks, f16);
-            for (int f16 = 0; f16 < 2; f16++) {
-                if (level == ADIL_CPU_SCALAR) check_sink_definition(&s, f16);
-                check_minus_inf_sink(level, &s, f16);
+                        for (int sinks = 0; sinks < 2; sinks++) {
+                            check_level(level, &s, n_rows, kind, mags[m], sinks, ADIL_KV_F32);
+                            /* halves on 4 of the 16 tile heights (1, 6, 11, 16), Q8_0 on 3
+                             * (3, 8, 13), to keep the sanitizer run in its time */
+                            if (n_rows % 5 == 1)
+                                check_level(level, &s, n_rows, kind, mags[m], sinks, ADIL_KV_F16);
+                            if (n_rows % 5 == 3 && blocks)
+                                check_level(level, &s, n_rows, kind, mags[m], sinks, ADIL_KV_Q8_0);
+                        }
+            for (int ty = ADIL_KV_F32; ty <= ADIL_KV_Q8_0; ty++) {
+                if (ty == ADIL_KV_Q8_0 && !blocks) continue;
+                if (level == ADIL_CPU_SCALAR) check_sink_definition(&s, (adil_kv_type)ty);
+                check_minus_inf_sink(level, &s, (adil_kv_type)ty);
                 for (int n_rows = 1; n_rows <= ADIL_ATT_MAX_ROWS; n_rows += 5)
-                    for (int kind = 0; kind < 3; kind++) check_ring(level, &s, n_rows, kind, f16);
+                    for (int kind = 0; kind < 3; kind++)
+                        check_ring(level, &s, n_rows, kind, (adil_kv_type)ty);
             }
             setup_free(&s);
         }

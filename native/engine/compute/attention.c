@@ -11,6 +11,8 @@
 #include <math.h>
 #include <string.h>
 
+_Static_assert(sizeof(block_q8_0) == ADIL_KV_Q8_0_BYTES, "a Q8_0 KV block is a block_q8_0");
+
 /* q·k over n floats with 8 independent partial sums (the compiler may then
  * vectorize without reordering float additions itself). */
 static float dot_f32(const float *a, const float *b, int64_t n) {
@@ -34,9 +36,24 @@ static float dot_f16(const float *a, const adil_fp16 *b, int64_t n) {
     return sum;
 }
 
+/* Element i of a row of Q8_0 blocks, widened as every kernel widens it. */
+static float q8_0_at(const block_q8_0 *b, int64_t i) {
+    const block_q8_0 *blk = b + i / ADIL_KV_Q8_0_BLOCK;
+    return (float)blk->qs[i % ADIL_KV_Q8_0_BLOCK] * adil_fp16_to_f32(blk->d);
+}
+
+/* The same sums over a row of Q8_0 blocks (n a multiple of the block). */
+static float dot_q8_0(const float *a, const block_q8_0 *b, int64_t n) {
+    float acc[8] = {0};
+    for (int64_t i = 0; i < n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * q8_0_at(b, i + j);
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 /* q · key of row `row`. */
 static float key_dot(const adil_att_tile *t, const float *q, size_t row) {
     const size_t at = row * t->k_stride;
+    if (t->kv_type == ADIL_KV_Q8_0) return dot_q8_0(q, adil_kv_at(t->k, at, ADIL_KV_Q8_0), t->head_dim);
     if (t->kv_type == ADIL_KV_F16) return dot_f16(q, (const adil_fp16 *)t->k + at, t->head_dim);
     return dot_f32(q, (const float *)t->k + at, t->head_dim);
 }
@@ -44,6 +61,11 @@ static float key_dot(const adil_att_tile *t, const float *q, size_t row) {
 /* o += w * value of row `row`. */
 static void add_value(const adil_att_tile *t, float *o, float w, size_t row) {
     const size_t at = row * t->v_stride;
+    if (t->kv_type == ADIL_KV_Q8_0) {
+        const block_q8_0 *v = adil_kv_at(t->v, at, ADIL_KV_Q8_0);
+        for (int64_t i = 0; i < t->head_dim_v; i++) o[i] += w * q8_0_at(v, i);
+        return;
+    }
     if (t->kv_type == ADIL_KV_F16) {
         const adil_fp16 *v = (const adil_fp16 *)t->v + at;
         for (int64_t i = 0; i < t->head_dim_v; i++) o[i] += w * adil_fp16_to_f32(v[i]);

@@ -34,10 +34,28 @@
 #define ADIL_ATT_MAX_ROWS  16
 #define ADIL_ATT_MAX_ERROR 2e-6
 
-/* How cached keys and values are stored: IEEE half (the KV cache's default)
- * or f32.  Kernels widen each element to f32 as they load it, so the budget
- * below holds against the scalar reference reading the same elements. */
-typedef enum adil_kv_type { ADIL_KV_F32 = 0, ADIL_KV_F16 = 1 } adil_kv_type;
+/* How cached keys and values are stored: IEEE half (the KV cache's default),
+ * f32, or Q8_0 blocks (block_q8_0 of weight_types.h: 32 int8 and a half
+ * scale; a head's key and value then start on a block, so head_dim and
+ * head_dim_v are multiples of ADIL_KV_Q8_0_BLOCK).  Kernels widen each
+ * element to f32 as they load it (a Q8_0 element: (float)q * (float)d, one
+ * rounding), so the budget below holds against the scalar reference reading
+ * the same elements. */
+typedef enum adil_kv_type { ADIL_KV_F32 = 0, ADIL_KV_F16 = 1, ADIL_KV_Q8_0 = 2 } adil_kv_type;
+
+#define ADIL_KV_Q8_0_BLOCK 32 /* elements of a Q8_0 block */
+#define ADIL_KV_Q8_0_BYTES 34 /* its bytes: 32 int8 and a half scale */
+
+/* Bytes of n elements of `type` (for Q8_0, n a multiple of the block). */
+static inline size_t adil_kv_bytes_of(adil_kv_type type, size_t n) {
+    if (type == ADIL_KV_Q8_0) return n / ADIL_KV_Q8_0_BLOCK * ADIL_KV_Q8_0_BYTES;
+    return n * (type == ADIL_KV_F32 ? sizeof(float) : sizeof(uint16_t));
+}
+
+/* Element `at` of a K/V array (for Q8_0, `at` a multiple of the block). */
+static inline const void *adil_kv_at(const void *base, size_t at, adil_kv_type type) {
+    return (const char *)base + adil_kv_bytes_of(type, at);
+}
 
 typedef struct adil_att_tile {
     int n_rows;                        /* 1 .. ADIL_ATT_MAX_ROWS */
@@ -47,7 +65,7 @@ typedef struct adil_att_tile {
     int64_t last[ADIL_ATT_MAX_ROWS];   /* (first[r] <= last[r]) */
     adil_kv_type kv_type;              /* of the elements of k and v */
     const void *k;                     /* key of position p at element p * k_stride */
-    size_t k_stride;                   /* elements */
+    size_t k_stride;                   /* elements (Q8_0: a multiple of the block) */
     const void *v;                     /* value of position p at element p * v_stride */
     size_t v_stride;
     int64_t ring;       /* > 0: position p's key and value are in row p % ring (a

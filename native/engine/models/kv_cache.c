@@ -4,6 +4,7 @@
  */
 #include "models/kv_cache.h"
 
+#include "compute/kernels.h"
 #include "compute/weight_types.h"
 
 #include <stdlib.h>
@@ -11,7 +12,17 @@
 
 adil_kv_type adil_kv_type_from_env(void) {
     const char *s = getenv("ADIL_KV_TYPE");
-    return s && strcmp(s, "f32") == 0 ? ADIL_KV_F32 : ADIL_KV_F16;
+    if (s && strcmp(s, "f32") == 0) return ADIL_KV_F32;
+    return s && strcmp(s, "q8_0") == 0 ? ADIL_KV_Q8_0 : ADIL_KV_F16;
+}
+
+adil_status adil_kv_type_check(const char *what, adil_kv_type type, int64_t head_dim, int64_t head_dim_v) {
+    if (type != ADIL_KV_Q8_0 || (head_dim % ADIL_KV_Q8_0_BLOCK == 0 && head_dim_v % ADIL_KV_Q8_0_BLOCK == 0))
+        return ADIL_OK;
+    return adil_fail(ADIL_STATUS_CAPABILITY,
+                     "%s: kv_type q8_0 needs head widths that are multiples of %d, got keys %lld and "
+                     "values %lld (use f16)",
+                     what, ADIL_KV_Q8_0_BLOCK, (long long)head_dim, (long long)head_dim_v);
 }
 
 bool adil_kv_ring_from_env(void) {
@@ -19,11 +30,10 @@ bool adil_kv_ring_from_env(void) {
     return !(s && strcmp(s, "0") == 0);
 }
 
-size_t adil_kv_type_size(adil_kv_type type) {
-    return type == ADIL_KV_F32 ? sizeof(float) : sizeof(adil_fp16);
-}
-
+/* Positive sizes, and widths of whole blocks for Q8_0. */
 static bool shape_ok(const adil_kv_shape *s) {
+    if (s->type == ADIL_KV_Q8_0 && (s->k_width % ADIL_KV_Q8_0_BLOCK || s->v_width % ADIL_KV_Q8_0_BLOCK))
+        return false;
     return s->n_layer > 0 && s->n_ctx > 0 && s->n_batch > 0 && s->k_width > 0 && s->v_width > 0;
 }
 
@@ -49,7 +59,8 @@ uint64_t adil_kv_cache_bytes(const adil_kv_shape *s) {
     if (!shape_ok(s)) return UINT64_MAX;
     const uint64_t n = total_rows(s);
     if (!n) return UINT64_MAX;
-    return n * (uint64_t)(s->k_width + s->v_width) * adil_kv_type_size(s->type);
+    return adil_kv_bytes_of(s->type, (size_t)n * (size_t)s->k_width) +
+           adil_kv_bytes_of(s->type, (size_t)n * (size_t)s->v_width);
 }
 
 /* The per-layer rows and starts of kv for shape s. */
@@ -75,8 +86,8 @@ adil_status adil_kv_cache_init(adil_kv_cache *kv, const adil_kv_shape *s) {
     memset(kv, 0, sizeof *kv);
     if (!shape_ok(s) || s->n_layer > INT32_MAX)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "kv cache: expected positive sizes, got layers %lld, n_ctx %lld, n_batch %lld, "
-                         "widths %lld/%lld",
+                         "kv cache: expected positive sizes (widths of whole blocks for q8_0), got layers "
+                         "%lld, n_ctx %lld, n_batch %lld, widths %lld/%lld",
                          (long long)s->n_layer, (long long)s->n_ctx, (long long)s->n_batch,
                          (long long)s->k_width, (long long)s->v_width);
     const uint64_t bytes = adil_kv_cache_bytes(s);
@@ -84,12 +95,12 @@ adil_status adil_kv_cache_init(adil_kv_cache *kv, const adil_kv_shape *s) {
         return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "kv cache: size of %lld positions overflows",
                          (long long)s->n_ctx);
     adil_status st = layout(kv, s);
-    const size_t n = (size_t)total_rows(s), size = adil_kv_type_size(s->type);
+    const size_t n = (size_t)total_rows(s);
     /* malloc, not calloc: rows are written before they are read, and the
      * pages of an unused tail of the window are never touched. */
     if (st == ADIL_OK) {
-        kv->k = malloc(n * (size_t)s->k_width * size);
-        kv->v = malloc(n * (size_t)s->v_width * size);
+        kv->k = malloc(adil_kv_bytes_of(s->type, n * (size_t)s->k_width));
+        kv->v = malloc(adil_kv_bytes_of(s->type, n * (size_t)s->v_width));
         if (!kv->k || !kv->v)
             st = adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "kv cache: cannot allocate %.1f MiB for %lld positions",
                            (double)bytes / 1048576.0, (long long)s->n_ctx);
@@ -114,10 +125,15 @@ void adil_kv_cache_free(adil_kv_cache *kv) {
     memset(kv, 0, sizeof *kv);
 }
 
-/* n floats of src into dst as kv->type. */
+/* n floats of src into dst as kv->type (Q8_0: n a multiple of the block;
+ * the selected level's quantizer, whose bytes equal the reference's). */
 static void store_row(const adil_kv_cache *kv, void *dst, const float *src, int64_t n) {
     if (kv->type == ADIL_KV_F32) {
         memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+    if (kv->type == ADIL_KV_Q8_0) {
+        adil_wtype_kernels_get(ADIL_WT_Q8_0)->quantize_row(src, dst, n);
         return;
     }
     adil_fp16 *h = dst;

@@ -1,7 +1,9 @@
 /*
  * kv_cache.h — the keys and values of the evaluated positions, per layer,
- * as IEEE half (the default: half the bytes, and what llama.cpp keeps too)
- * or f32 (a reference for tests: ADIL_KV_TYPE=f32).
+ * as IEEE half (the default: half the bytes, and what llama.cpp keeps too),
+ * Q8_0 blocks (an option: 34 bytes per 32 elements, 53% of half's; each
+ * head's key and value cut into whole blocks) or f32 (a reference for tests:
+ * ADIL_KV_TYPE=f32).
  *
  * A layer that sees every earlier position keeps n_ctx rows, position p in
  * row p.  A sliding-window layer only ever reads the last `window`
@@ -13,7 +15,7 @@
  * are valid is the owner's business (the context counts them); a cut back
  * further than the ring still holds must re-evaluate (adil_kv_cache_keeps).
  * Rows are computed in f32 and stored once (adil_kv_store), so rounding to
- * half happens at one place.
+ * half or quantizing to Q8_0 happens at one place.
  */
 #ifndef ADIL_KV_CACHE_H
 #define ADIL_KV_CACHE_H
@@ -39,17 +41,19 @@ typedef struct adil_kv_cache {
     void *v;         /* (Σ rows, v_width) */
 } adil_kv_cache;
 
-/* The type the environment asks for: ADIL_KV_TYPE=f32 gives f32, anything
- * else (or nothing) f16.  Read when a context is made, so a test can make
- * an f32 context next to an f16 one in the same process. */
+/* The type the environment asks for: ADIL_KV_TYPE=f32 gives f32, q8_0
+ * Q8_0, anything else (or nothing) f16.  Read when a context is made, so a
+ * test can make an f32 context next to an f16 one in the same process. */
 adil_kv_type adil_kv_type_from_env(void);
+
+/* ADIL_OK when keys of heads of head_dim and values of head_dim_v elements
+ * can be kept as `type`; ADIL_STATUS_CAPABILITY (message naming `what` and
+ * the widths) for Q8_0 when either is not a multiple of its block. */
+adil_status adil_kv_type_check(const char *what, adil_kv_type type, int64_t head_dim, int64_t head_dim_v);
 
 /* Whether sliding-window layers get rings: not when ADIL_KV_RING=0 (a full
  * cache for every layer, the reference the ring is tested against). */
 bool adil_kv_ring_from_env(void);
-
-/* Bytes of one element of `type`. */
-size_t adil_kv_type_size(adil_kv_type type);
 
 /* The shape of a cache: n_layer layers of n_ctx positions, keys and values
  * of k_width / v_width, layer il seeing the last window[il] positions (0:
@@ -63,7 +67,9 @@ typedef struct adil_kv_shape {
 } adil_kv_shape;
 
 /* Allocates a cache; ADIL_STATUS_OUT_OF_MEMORY (with the size) when it does
- * not fit, ADIL_STATUS_INVALID_ARGUMENT for non-positive sizes. */
+ * not fit, ADIL_STATUS_INVALID_ARGUMENT for non-positive sizes.  The caller
+ * has checked the type (adil_kv_type_check); a Q8_0 cache needs k_width and
+ * v_width to be multiples of the block. */
 adil_status adil_kv_cache_init(adil_kv_cache *kv, const adil_kv_shape *shape);
 void adil_kv_cache_free(adil_kv_cache *kv);
 
@@ -76,10 +82,10 @@ static inline size_t adil_kv_row(const adil_kv_cache *kv, int64_t il, int64_t po
     return kv->start[il] + (size_t)(pos % kv->rows[il]);
 }
 static inline void *adil_kv_k(const adil_kv_cache *kv, int64_t il, int64_t pos) {
-    return (char *)kv->k + adil_kv_row(kv, il, pos) * (size_t)kv->k_width * adil_kv_type_size(kv->type);
+    return (char *)kv->k + adil_kv_bytes_of(kv->type, adil_kv_row(kv, il, pos) * (size_t)kv->k_width);
 }
 static inline void *adil_kv_v(const adil_kv_cache *kv, int64_t il, int64_t pos) {
-    return (char *)kv->v + adil_kv_row(kv, il, pos) * (size_t)kv->v_width * adil_kv_type_size(kv->type);
+    return (char *)kv->v + adil_kv_bytes_of(kv->type, adil_kv_row(kv, il, pos) * (size_t)kv->v_width);
 }
 
 /* Stores T rows of f32 keys k (T, k_width) and values v (T, v_width) as

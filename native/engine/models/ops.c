@@ -199,10 +199,9 @@ static void att_tile(const att_job *j, int64_t item, float *scratch) {
     adil_att_tile t = {
         .n_rows = 0,
         .kv_type = kv->type,
-        .k = (const char *)adil_kv_k(kv, j->il, 0) + (size_t)(g * hp->head_dim) * adil_kv_type_size(kv->type),
+        .k = adil_kv_at(adil_kv_k(kv, j->il, 0), (size_t)(g * hp->head_dim), kv->type),
         .k_stride = (size_t)kv->k_width,
-        .v = (const char *)adil_kv_v(kv, j->il, 0) +
-             (size_t)(g * hp->head_dim_v) * adil_kv_type_size(kv->type),
+        .v = adil_kv_at(adil_kv_v(kv, j->il, 0), (size_t)(g * hp->head_dim_v), kv->type),
         .v_stride = (size_t)kv->v_width,
         .ring = kv->rows[j->il],
         .head_dim = hp->head_dim,

@@ -10,14 +10,15 @@
  *     weight per row and key, accumulated in key order.
  * Tails (head_dim not a multiple of 16, fewer than 4 rows or keys) use masked
  * loads and padded tiles, so every element goes through the same code.
- * Keys and values are f32 or halves (widened with vcvtph2ps as they are
- * loaded); each pass is compiled once per element type (the `f16` argument
- * is a constant).
+ * Keys and values are f32, halves (widened with vcvtph2ps as they are
+ * loaded) or Q8_0 blocks (int8 widened, times the block's scale); each pass
+ * is compiled once per element type (the `ty` argument is a constant).
  */
 #if defined(__x86_64__)
 #    include "compute/attention.h"
 #    include "compute/simd/always_inline.h"
 #    include "compute/simd/vmath_x86.h"
+#    include "compute/weight_types.h"
 
 #    include <math.h>
 #    include <string.h>
@@ -27,15 +28,21 @@ ADIL_INLINE __mmask16 lanes(int64_t left) {
     return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1u);
 }
 
-/* Element `at` of a K/V row stored as f32 or halves. */
-ADIL_INLINE const void *kv_row(const void *base, size_t at, bool f16) {
-    return f16 ? (const void *)((const uint16_t *)base + at) : (const void *)((const float *)base + at);
+/* Element `at` of a K/V array of `ty` elements. */
+ADIL_INLINE const void *kv_row(const void *base, size_t at, adil_kv_type ty) {
+    return adil_kv_at(base, at, ty);
 }
 
 /* Elements [i, i + 16) of a K/V row as floats, lanes outside m zero (and
- * not read). */
-ADIL_INLINE __m512 load16(const void *row, int64_t i, __mmask16 m, bool f16) {
-    if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + i));
+ * not read).  Q8_0: i is a multiple of 16, so they lie in one block. */
+ADIL_INLINE __m512 load16(const void *row, int64_t i, __mmask16 m, adil_kv_type ty) {
+    if (ty == ADIL_KV_Q8_0) {
+        if (!m) return _mm512_setzero_ps();
+        const block_q8_0 *b = (const block_q8_0 *)row + i / ADIL_KV_Q8_0_BLOCK;
+        const __m128i q = _mm_maskz_loadu_epi8(m, b->qs + i % ADIL_KV_Q8_0_BLOCK);
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), _mm512_set1_ps(_cvtsh_ss(b->d)));
+    }
+    if (ty == ADIL_KV_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + i));
     return _mm512_maskz_loadu_ps(m, (const float *)row + i);
 }
 
@@ -72,13 +79,13 @@ ADIL_INLINE __m512 reduce_4x4(const __m512 acc[16]) {
 }
 
 /* q[i] · k[j] for 4 rows and 4 keys of n floats, in lane 4i + j. */
-ADIL_INLINE __m512 dot_4x4(const float *const q[4], const void *const k[4], int64_t n, bool f16) {
+ADIL_INLINE __m512 dot_4x4(const float *const q[4], const void *const k[4], int64_t n, adil_kv_type ty) {
     __m512 acc[16];
     for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
     for (int64_t d = 0; d < n; d += 16) {
         const __mmask16 m = lanes(n - d);
         __m512 kv[4];
-        for (int j = 0; j < 4; j++) kv[j] = load16(k[j], d, m, f16);
+        for (int j = 0; j < 4; j++) kv[j] = load16(k[j], d, m, ty);
         for (int i = 0; i < 4; i++) {
             const __m512 qv = _mm512_maskz_loadu_ps(m, q[i] + d);
             for (int j = 0; j < 4; j++) acc[4 * i + j] = _mm512_fmadd_ps(qv, kv[j], acc[4 * i + j]);
@@ -88,20 +95,20 @@ ADIL_INLINE __m512 dot_4x4(const float *const q[4], const void *const k[4], int6
 }
 
 /* Pass 1: s[r * span + j] = q_r · k(f0 + j) * scale for every row and j < span. */
-ADIL_INLINE void scores(const adil_att_tile *t, int64_t f0, int64_t span, float *s, bool f16) {
+ADIL_INLINE void scores(const adil_att_tile *t, int64_t f0, int64_t span, float *s, adil_kv_type ty) {
     const int nr = t->n_rows;
     const adil_att_rows rows = adil_att_rows_from(t, f0);
     for (int64_t j0 = 0; j0 < span; j0 += 4) {
         const void *kp[4];
         for (int j = 0; j < 4; j++) { /* a short last block repeats its last key */
             const int64_t jj = j0 + j < span ? j0 + j : span - 1;
-            kp[j] = kv_row(t->k, adil_att_row(&rows, f0 + jj) * t->k_stride, f16);
+            kp[j] = kv_row(t->k, adil_att_row(&rows, f0 + jj) * t->k_stride, ty);
         }
         for (int r0 = 0; r0 < nr; r0 += 4) {
             const float *qp[4];
             for (int i = 0; i < 4; i++) qp[i] = t->q[r0 + i < nr ? r0 + i : nr - 1];
             float out[16];
-            _mm512_storeu_ps(out, _mm512_mul_ps(dot_4x4(qp, kp, t->head_dim, f16), _mm512_set1_ps(t->scale)));
+            _mm512_storeu_ps(out, _mm512_mul_ps(dot_4x4(qp, kp, t->head_dim, ty), _mm512_set1_ps(t->scale)));
             for (int i = 0; i < 4 && r0 + i < nr; i++)
                 for (int j = 0; j < 4 && j0 + j < span; j++) s[(r0 + i) * span + j0 + j] = out[4 * i + j];
         }
@@ -131,16 +138,16 @@ static float softmax(float *x, int64_t n, const float *sink) {
 /* Pass 3 for R rows (p: their weights, span apart) and output dims
  * [d0, d0 + 64): o = (Σ_j p[j] v(f0 + j)) * inv, summed in key order. */
 ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, int64_t span, int64_t f0,
-                         const adil_att_rows *rows, int64_t d0, const float *inv, bool f16) {
+                         const adil_att_rows *rows, int64_t d0, const float *inv, adil_kv_type ty) {
     __mmask16 dm[4];
     for (int c = 0; c < 4; c++) dm[c] = lanes(t->head_dim_v - d0 - 16 * c);
     __m512 acc[4][4];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
     for (int64_t j = 0; j < span; j++) {
-        const void *v = kv_row(t->v, adil_att_row(rows, f0 + j) * t->v_stride, f16);
+        const void *v = kv_row(t->v, adil_att_row(rows, f0 + j) * t->v_stride, ty);
         __m512 vv[4];
-        for (int c = 0; c < 4; c++) vv[c] = load16(v, d0 + 16 * c, dm[c], f16);
+        for (int c = 0; c < 4; c++) vv[c] = load16(v, d0 + 16 * c, dm[c], ty);
         for (int r = 0; r < R; r++) {
             const __m512 w = _mm512_set1_ps(p[(r0 + r) * span + j]);
             for (int c = 0; c < 4; c++) acc[r][c] = _mm512_fmadd_ps(w, vv[c], acc[r][c]);
@@ -153,22 +160,22 @@ ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, 
 }
 
 ADIL_INLINE void pv(const adil_att_tile *t, const float *p, int64_t span, int64_t f0, const float *inv,
-                    bool f16) {
+                    adil_kv_type ty) {
     const adil_att_rows rows = adil_att_rows_from(t, f0);
     for (int64_t d0 = 0; d0 < t->head_dim_v; d0 += 64) {
         for (int r0 = 0; r0 < t->n_rows; r0 += 4) {
             switch (t->n_rows - r0) {
             case 1:
-                pv_rows(t, 1, r0, p, span, f0, &rows, d0, inv, f16);
+                pv_rows(t, 1, r0, p, span, f0, &rows, d0, inv, ty);
                 break;
             case 2:
-                pv_rows(t, 2, r0, p, span, f0, &rows, d0, inv, f16);
+                pv_rows(t, 2, r0, p, span, f0, &rows, d0, inv, ty);
                 break;
             case 3:
-                pv_rows(t, 3, r0, p, span, f0, &rows, d0, inv, f16);
+                pv_rows(t, 3, r0, p, span, f0, &rows, d0, inv, ty);
                 break;
             default:
-                pv_rows(t, 4, r0, p, span, f0, &rows, d0, inv, f16);
+                pv_rows(t, 4, r0, p, span, f0, &rows, d0, inv, ty);
                 break;
             }
         }

@@ -12,11 +12,9 @@
 #include "compute/attention.h"
 #include "compute/simd/always_inline.h"
 
-#include <stdbool.h>
-
 #include <string.h>
 
-ADIL_INLINE void attend_tile_as(const adil_att_tile *t, bool f16) {
+ADIL_INLINE void attend_tile_as(const adil_att_tile *t, adil_kv_type ty) {
     int64_t f0 = t->first[0], l0 = t->last[0];
     for (int r = 1; r < t->n_rows; r++) {
         f0 = t->first[r] < f0 ? t->first[r] : f0;
@@ -25,7 +23,7 @@ ADIL_INLINE void attend_tile_as(const adil_att_tile *t, bool f16) {
     const int64_t span = l0 - f0 + 1;
     float *s = t->scratch;
     float inv[ADIL_ATT_MAX_ROWS];
-    scores(t, f0, span, s, f16);
+    scores(t, f0, span, s, ty);
     for (int r = 0; r < t->n_rows; r++) {
         float *row = s + r * span;
         const int64_t a = t->first[r] - f0, b = t->last[r] - f0 + 1;
@@ -33,16 +31,19 @@ ADIL_INLINE void attend_tile_as(const adil_att_tile *t, bool f16) {
         memset(row + b, 0, (size_t)(span - b) * sizeof(float));
         inv[r] = softmax(row + a, b - a, t->has_sinks ? &t->sink[r] : NULL);
     }
-    pv(t, s, span, f0, inv, f16);
+    pv(t, s, span, f0, inv, ty);
 }
 
 /* One copy of the passes per element type, so the inner loops test no flag. */
-static void attend_tile_f32(const adil_att_tile *t) { attend_tile_as(t, false); }
-static void attend_tile_f16(const adil_att_tile *t) { attend_tile_as(t, true); }
+static void attend_tile_f32(const adil_att_tile *t) { attend_tile_as(t, ADIL_KV_F32); }
+static void attend_tile_f16(const adil_att_tile *t) { attend_tile_as(t, ADIL_KV_F16); }
+static void attend_tile_q8_0(const adil_att_tile *t) { attend_tile_as(t, ADIL_KV_Q8_0); }
 
 static inline void attend_tile(const adil_att_tile *t) {
     if (t->kv_type == ADIL_KV_F16)
         attend_tile_f16(t);
+    else if (t->kv_type == ADIL_KV_Q8_0)
+        attend_tile_q8_0(t);
     else
         attend_tile_f32(t);
 }
