@@ -29,8 +29,8 @@ settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "stub_scripts"
-VARIANTS = ("abi1", "abi3", "missing_symbol", "short_struct", "refuses_host", "abi2_6", "abi2_2",
-            "abi2_1", "abi2_0")
+VARIANTS = ("abi1", "abi3", "missing_symbol", "short_struct", "refuses_host", "abi2_7", "abi2_5",
+            "abi2_2", "abi2_1", "abi2_0")
 
 
 @pytest.fixture(scope="session")
@@ -116,8 +116,9 @@ def _cmake() -> str:
 @pytest.fixture(scope="session")
 def variant_libraries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Paths of the deliberately mismatched engines, plus two non-engines,
-    and of four that this host accepts: abi2_6, a later minor's handshake with
-    fields appended to every struct, abi2_2, a 2.2 handshake without the field
+    and of five that this host accepts: abi2_7, a later minor's handshake with
+    fields appended to every struct, abi2_5, a 2.5 handshake whose context
+    params end before kv_type (2.6), abi2_2, a 2.2 handshake without the field
     2.3 appended (no lookup) or the function 2.4 appended, abi2_1, a 2.1 handshake without the field
     and function 2.2 appended (no logprobs), and abi2_0, a 2.0 handshake whose
     structs end before the fields 2.1 appended."""

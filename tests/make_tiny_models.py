@@ -392,11 +392,13 @@ def _write_tokenizer(w: gguf.GGUFWriter, spec: TinySpec) -> None:
 
 
 def write_tiny_model(
-    path: str | Path, arch: str, qtype: T, seed: int = 0, chat_template: str | None = None
+    path: str | Path, arch: str, qtype: T, seed: int = 0, chat_template: str | None = None,
+    spec: TinySpec | None = None,
 ) -> TinySpec:
     """Writes the tiny `arch` model with matrices of `qtype` to `path`
-    (with `chat_template` as tokenizer.chat_template when given)."""
-    spec = spec_for(arch)
+    (with `chat_template` as tokenizer.chat_template when given; `spec`:
+    other shapes than spec_for(arch)'s)."""
+    spec = spec or spec_for(arch)
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(str(path), spec.arch)
     _write_hparams(w, spec)

@@ -24,7 +24,10 @@ the numbers).
 
 Keys and values (after their norm and RoPE) are rounded to float16, as the
 engine's KV cache (and llama.cpp's) stores them; ``kv_f16=False`` keeps them
-exact, for an engine context with ``ADIL_KV_TYPE=f32``.
+exact, for an engine context with ``ADIL_KV_TYPE=f32``; ``kv_q8_0=True``
+rounds them to Q8_0 blocks of 32 along each head, as a context with
+``kv_type="q8_0"`` keeps them (scale max|x| / 127 in float32, stored as a
+half; each element round(x / scale) half away from zero).
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ class Config:
     yarn_factor: float = 0.0  # > 0: YaRN (rope.scaling.type yarn) with this factor
     yarn_orig_ctx: int = 0  # rope.scaling.original_context_length
     kv_f16: bool = True  # keys and values rounded to float16, as the engine's KV cache stores them
+    kv_q8_0: bool = False  # keys and values rounded to Q8_0 blocks instead (kv_type="q8_0")
 
 
 # NeoX-style RoPE (llama.cpp's LLAMA_ROPE_TYPE_NEOX for these archs)
@@ -329,12 +333,28 @@ def _self_attention(cfg: Config, w: dict[str, np.ndarray], i: int, x: np.ndarray
     scale = 1.0 if local and cfg.arch == "gemma3" else cfg.rope_scale
     q = rope(q, pos, cfg.n_rot, base, cfg.neox, factors, mscale, scale, yarn)
     k = rope(k, pos, cfg.n_rot, base, cfg.neox, factors, mscale, scale, yarn)
-    if cfg.kv_f16:  # what the KV cache keeps
+    if cfg.kv_q8_0:  # what the KV cache keeps
+        k, v = q8_0_rounded(k), q8_0_rounded(v)
+    elif cfg.kv_f16:
         k, v = k.astype(np.float16).astype(F64), v.astype(np.float16).astype(F64)
     # gpt-oss: per-head sinks in the softmax, a bias on the output
     att = attention(q, k, v, 1.0 / np.sqrt(cfg.head_dim), cfg.sliding_window if local else 0,
                     w.get(f"blk.{i}.attn_sinks.weight"))
     return att @ w[f"blk.{i}.attn_output.weight"].T + w.get(f"blk.{i}.attn_output.bias", 0.0)
+
+
+def q8_0_rounded(x: np.ndarray) -> np.ndarray:
+    """x (..., d) with d a multiple of 32, rounded to Q8_0 blocks along its
+    last axis in float32 as the engine's quantizer does, and widened back."""
+    blocks = x.astype(np.float32).reshape(*x.shape[:-1], -1, 32)
+    amax = np.abs(blocks).max(axis=-1, keepdims=True)
+    d = amax / np.float32(127.0)
+    inv = np.divide(np.float32(1.0), d, out=np.zeros_like(d), where=d != 0)
+    scaled = blocks * inv
+    whole = np.trunc(scaled)  # roundf: half away from zero, exactly
+    q = np.clip(whole + np.sign(scaled) * (np.abs(scaled - whole) >= 0.5), -127, 127)
+    back = q.astype(F64) * d.astype(np.float16).astype(F64)
+    return back.reshape(x.shape)
 
 
 def _qkv(cfg: Config, w: dict[str, np.ndarray], i: int,
@@ -420,9 +440,10 @@ def forward(cfg: Config, w: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarra
 
 
 def reference_logits(path: str | Path, ids: np.ndarray | list[int],
-                     engine_activations: bool = False, kv_f16: bool = True) -> np.ndarray:
+                     engine_activations: bool = False, kv_f16: bool = True,
+                     kv_q8_0: bool = False) -> np.ndarray:
     reader = GGUFReader(str(path))
-    cfg = dataclasses.replace(read_config(reader), kv_f16=kv_f16)
+    cfg = dataclasses.replace(read_config(reader), kv_f16=kv_f16, kv_q8_0=kv_q8_0)
     w: dict[str, Any] = read_tensors(reader)
     if engine_activations:
         w = engine_weights(reader, w)

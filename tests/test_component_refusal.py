@@ -70,13 +70,13 @@ def test_host_major_is_checked_by_the_engine(stub_engine: adil.Engine) -> None:
 def test_later_minor_with_appended_fields_is_accepted(
     variant_libraries: dict[str, str], write_script: Callable[..., str]
 ) -> None:
-    """abi2_6 reports ABI 2.6 and every struct 8 bytes larger than this
+    """abi2_7 reports ABI 2.7 and every struct 8 bytes larger than this
     binding's: accepted, it serves this 2.3 host, and the 2.1 and 2.3 fields
     and 2.2 function are used."""
     from adil._binding import SIZES_2_0, STRUCT_SIZE_FIELDS, ffi
 
-    engine = adil.Engine.open(library=variant_libraries["abi2_6"])
-    assert engine.info.abi == "2.6"
+    engine = adil.Engine.open(library=variant_libraries["abi2_7"])
+    assert engine.info.abi == "2.7"
     assert engine.library.capabilities == ("grammar", "logprobs", "lookup")
     assert engine.library.has_fields("adil_run_stats", 1)
     assert engine.library.has_fields("adil_run_stats", 3)
@@ -86,9 +86,9 @@ def test_later_minor_with_appended_fields_is_accepted(
     component = engine.library.lib.adil_component()
     for field, struct in STRUCT_SIZE_FIELDS.items():
         assert getattr(component, field) == ffi.sizeof(struct) + 8 > SIZES_2_0[struct]
-    with engine.load_model(write_script({"turns": [{"text": "from 2.6"}] * 2})) as model:
-        assert model.complete("hi").text == "from 2.6"
-        assert model.complete("hi", speculative="lookup").text == "from 2.6"
+    with engine.load_model(write_script({"turns": [{"text": "from 2.7"}] * 2})) as model:
+        assert model.complete("hi").text == "from 2.7"
+        assert model.complete("hi", speculative="lookup").text == "from 2.7"
 
 
 def test_2_2_engine_is_accepted_without_lookup(

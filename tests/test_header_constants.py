@@ -94,7 +94,7 @@ def test_every_stop_reason_has_its_name() -> None:
 def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> None:
     """Every ADIL_SIZE_2_<minor>_* of the header, as the binding computes it."""
     # every minor that appended fields (2.4 appended a function only)
-    assert set(LAST_FIELDS) == {0, 1, 2, 3, 5}
+    assert set(LAST_FIELDS) == {0, 1, 2, 3, 5, 6}
     assert set(LAST_FIELDS) <= set(range(int(CONSTANTS["ADIL_ABI_MINOR"]) + 1))
     assert LAST_FIELDS[1] == {"adil_component_info": "capabilities",
                               "adil_run_stats": "grammar_ms"}
@@ -102,6 +102,7 @@ def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> No
     assert LAST_FIELDS[3] == {"adil_run_params": "speculative",
                               "adil_run_stats": "n_draft_accepted"}
     assert LAST_FIELDS[5] == {"adil_model_info": "n_embd"}
+    assert LAST_FIELDS[6] == {"adil_context_params": "kv_type"}
     for minor, fields in LAST_FIELDS.items():
         for struct in fields:
             assert SIZES[minor][struct] == compiled[f"2.{minor} {struct}"], (minor, struct)
@@ -115,6 +116,7 @@ def test_sizes_of_later_minors_are_the_headers(compiled: dict[str, float]) -> No
     assert SIZES[3]["adil_run_params"] == ffi.sizeof("adil_run_params")
     assert SIZES[3]["adil_run_stats"] == ffi.sizeof("adil_run_stats")
     assert SIZES[5]["adil_model_info"] == ffi.offsetof("adil_model_info", "n_embd") + 4
+    assert SIZES[6]["adil_context_params"] == ffi.sizeof("adil_context_params")
 
 
 def test_functions_of_later_minors_are_marked() -> None:
@@ -163,6 +165,7 @@ def test_default_params_are_the_header_defaults(which: str) -> None:
     lib.adil_context_default_params(context)
     assert context.struct_size == ffi.sizeof("adil_context_params")
     assert (context.n_ctx, context.n_batch) == (0, CONSTANTS["ADIL_DEFAULT_N_BATCH"])
+    assert context.kv_type == lib.ADIL_KV_CACHE_DEFAULT == 0
     run = ffi.new("adil_run_params *")
     lib.adil_run_default_params(run)
     assert run.step_budget_ms == CONSTANTS["ADIL_DEFAULT_STEP_BUDGET_MS"]

@@ -148,7 +148,7 @@ def test_decode_bytes_is_none_before_abi_2_5(variant_libraries: dict[str, str],
             old.load_model(write_script({"turns": [{"text": "x"}]})) as model:
         assert model.info.decode_bytes is None and model.info.decode_params is None
         assert model.info.n_embd is None
-    with adil.Engine.open(library=variant_libraries["abi2_6"]) as later, \
+    with adil.Engine.open(library=variant_libraries["abi2_7"]) as later, \
             later.load_model(write_script({"turns": [{"text": "x"}]})) as model:
         # the stub has no weights
         assert model.info.decode_bytes == model.info.decode_params == model.info.n_embd == 0

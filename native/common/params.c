@@ -45,6 +45,7 @@ ADIL_API void adil_context_default_params(adil_context_params *out) {
     out->n_ctx = 0; /* the model's n_ctx_train, at most ADIL_DEFAULT_N_CTX_CAP */
     out->n_batch = ADIL_DEFAULT_N_BATCH;
     out->n_threads = 0; /* the model's */
+    out->kv_type = ADIL_KV_CACHE_DEFAULT;
 }
 
 ADIL_API void adil_sampling_default_params(adil_sampling_params *out) {

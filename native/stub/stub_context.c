@@ -7,6 +7,20 @@
 
 #include <stdlib.h>
 
+/* The params as the reported minor has them (a 2.5 variant reads no
+ * kv_type); a kv_type is checked and otherwise ignored: no KV cache. */
+static adil_status context_params(adil_context_params *p, const adil_context_params *params,
+                                  const char *what) {
+    adil_context_default_params(p);
+    adil_status st =
+        adil_copy_params(p, STUB_SIZEOF_CONTEXT_PARAMS, params, ADIL_SIZE_2_0_CONTEXT_PARAMS, what);
+    if (st == ADIL_OK && p->kv_type > ADIL_KV_CACHE_LAST)
+        st = adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                       "%s: kv_type: expected 0..%d (adil_kv_cache_type), got %u", what, ADIL_KV_CACHE_LAST,
+                       p->kv_type);
+    return st;
+}
+
 ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_params *params,
                                       adil_context **out) {
     if (out == NULL)
@@ -15,9 +29,7 @@ ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_para
     if (model == NULL)
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_context_new: expected a model, got NULL");
     adil_context_params p;
-    adil_context_default_params(&p);
-    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_CONTEXT_PARAMS,
-                                      "adil_context_new: context params");
+    adil_status st = context_params(&p, params, "adil_context_new: context params");
     if (st != ADIL_OK) return st;
     adil_context *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL)
@@ -44,9 +56,7 @@ ADIL_API adil_status adil_model_kv_bytes(const adil_model *model, const adil_con
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "adil_model_kv_bytes: model and out are required");
     *out = 0;
     adil_context_params p;
-    adil_context_default_params(&p);
-    adil_status st = adil_copy_params(&p, sizeof p, params, ADIL_SIZE_2_0_CONTEXT_PARAMS,
-                                      "adil_model_kv_bytes: context params");
+    adil_status st = context_params(&p, params, "adil_model_kv_bytes: context params");
     if (st == ADIL_OK) adil_clear_error();
     return st;
 }

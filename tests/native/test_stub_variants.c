@@ -2,9 +2,10 @@
  * test_stub_variants.c — the deliberately mismatched stub variants (built
  * with -DADIL_TEST_VARIANTS=ON next to libadil_stub.so) report what they are
  * meant to: ABI 1.0 and 3.0, a missing adil_run_step, a size_run_params 8
- * bytes smaller than 2.0, and a refusal of a major-2 host; and the four that
- * are to be accepted serve this host: a 2.6 handshake (a later minor) with
- * 8 bytes appended to every struct, a 2.2 handshake without the 2.3 field
+ * bytes smaller than 2.0, and a refusal of a major-2 host; and the five that
+ * are to be accepted serve this host: a 2.7 handshake (a later minor) with
+ * 8 bytes appended to every struct, a 2.5 handshake without the 2.6 field
+ * (no kv_type), a 2.2 handshake without the 2.3 field
  * (no lookup), a 2.1 handshake without the 2.2 field
  * and function (no logprobs), and a 2.0 handshake whose structs end before
  * the 2.1 fields.  Variants that were not built are reported as skipped.
@@ -86,19 +87,19 @@ static void test_short_struct(void) {
     dlclose(handle);
 }
 
-/* Reports ABI 2.6 and every struct 8 bytes larger (appended fields of a
+/* Reports ABI 2.7 and every struct 8 bytes larger (appended fields of a
  * later minor); this host opens it with its own structs and it generates. */
-static void test_abi2_6(void) {
+static void test_abi2_7(void) {
     char path[600];
-    if (!variant_path("abi2_6", path, sizeof path)) return;
+    if (!variant_path("abi2_7", path, sizeof path)) return;
     stub_api api;
     if (!stub_api_open(&api, path)) {
         test_failures++;
         return;
     }
     const adil_component_info *info = api.component();
-    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 6));
-    CHECK(info->abi_major == 2 && info->abi_minor == 6);
+    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 7));
+    CHECK(info->abi_major == 2 && info->abi_minor == 7);
     CHECK(info->size_run_params == sizeof(adil_run_params) + 8);
     CHECK(info->size_model_info == sizeof(adil_model_info) + 8);
     CHECK(info->size_host_info == sizeof(adil_host_info) + 8);
@@ -110,6 +111,65 @@ static void test_abi2_6(void) {
     CHECK(api.engine_int8_peak != NULL); /* a 2.5 function */
     check_serves(&api);
     stub_api_close(&api);
+}
+
+/* Reports ABI 2.5 and the 2.0 size of adil_context_params (before kv_type),
+ * as an engine built before 2.6; it ignores a kv_type it does not know (one
+ * a 2.6 engine refuses) in adil_context_new and adil_model_kv_bytes, and
+ * serves.  The 2.6 stub refuses that value. */
+static void test_abi2_5(void) {
+    char path[600];
+    if (!variant_path("abi2_5", path, sizeof path)) return;
+    stub_api api;
+    if (!stub_api_open(&api, path)) {
+        test_failures++;
+        return;
+    }
+    const adil_component_info *info = api.component();
+    CHECK(api.abi_version() == ADIL_MAKE_VERSION(2, 5));
+    CHECK(info->size_context_params == ADIL_SIZE_2_0_CONTEXT_PARAMS);
+    CHECK(info->size_context_params < ADIL_SIZE_2_6_CONTEXT_PARAMS);
+    CHECK(info->size_model_info == sizeof(adil_model_info));
+    CHECK(api.engine_int8_peak != NULL); /* a 2.5 function */
+    adil_engine *engine = test_open_engine(&api);
+    adil_model *model = NULL;
+    CHECK_STATUS(&api, test_load_data(&api, engine, "stub_basic.json", &model), ADIL_OK);
+    adil_context_params p;
+    api.context_default_params(&p);
+    p.kv_type = ADIL_KV_CACHE_LAST + 1; /* past what a 2.5 engine reads */
+    adil_context *ctx = NULL;
+    uint64_t bytes = 1;
+    if (model != NULL) {
+        CHECK_STATUS(&api, api.context_new(model, &p, &ctx), ADIL_OK);
+        CHECK_STATUS(&api, api.model_kv_bytes(model, &p, &bytes), ADIL_OK);
+        CHECK(bytes == 0);
+    }
+    api.context_free(ctx);
+    api.model_free(model);
+    api.engine_close(engine);
+    stub_api_close(&api);
+    /* the stub of this minor reads the field and refuses the value */
+    stub_api cur;
+    if (!stub_api_open(&cur, ADIL_STUB_LIBRARY)) {
+        test_failures++;
+        return;
+    }
+    engine = test_open_engine(&cur);
+    model = NULL;
+    CHECK_STATUS(&cur, test_load_data(&cur, engine, "stub_basic.json", &model), ADIL_OK);
+    ctx = NULL;
+    if (model != NULL) {
+        CHECK_STATUS(&cur, cur.context_new(model, &p, &ctx), ADIL_STATUS_INVALID_ARGUMENT);
+        CHECK_ERROR_HAS(&cur, "kv_type");
+        CHECK(ctx == NULL);
+        CHECK_STATUS(&cur, cur.model_kv_bytes(model, &p, &bytes), ADIL_STATUS_INVALID_ARGUMENT);
+        p.kv_type = ADIL_KV_CACHE_Q8_0; /* no KV cache: any type is fine */
+        CHECK_STATUS(&cur, cur.context_new(model, &p, &ctx), ADIL_OK);
+    }
+    cur.context_free(ctx);
+    cur.model_free(model);
+    cur.engine_close(engine);
+    stub_api_close(&cur);
 }
 
 /* Reports ABI 2.2 and the 2.2 size of adil_run_params (before speculative),
@@ -233,7 +293,8 @@ int main(void) {
     test_abi_versions();
     test_missing_symbol();
     test_short_struct();
-    test_abi2_6();
+    test_abi2_7();
+    test_abi2_5();
     test_abi2_2();
     test_abi2_1();
     test_abi2_0();

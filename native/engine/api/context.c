@@ -40,10 +40,25 @@ static adil_status check_memory(const adil_context *ctx) {
                      (unsigned long long)have, (double)have / 1073741824.0);
 }
 
-/* How contexts made now keep their KV cache (ADIL_KV_TYPE, ADIL_KV_RING). */
-static adil_kv_opts kv_opts_from_env(void) {
-    adil_kv_opts kv = {.type = adil_kv_type_from_env(), .ring = adil_kv_ring_from_env()};
-    return kv;
+/* How a context made now with params p keeps its KV cache: p->kv_type, or
+ * for the default what ADIL_KV_TYPE says; rings unless ADIL_KV_RING=0.
+ * ADIL_STATUS_INVALID_ARGUMENT for an unknown kv_type, CAPABILITY for a
+ * type the model's head widths do not allow. */
+static adil_status kv_opts(const adil_model *model, const adil_context_params *p, const char *what,
+                           adil_kv_opts *kv) {
+    static const adil_kv_type TYPES[] = {
+        [ADIL_KV_CACHE_F16] = ADIL_KV_F16,
+        [ADIL_KV_CACHE_F32] = ADIL_KV_F32,
+        [ADIL_KV_CACHE_Q8_0] = ADIL_KV_Q8_0,
+    };
+    if (p->kv_type > ADIL_KV_CACHE_LAST)
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "%s: kv_type: expected 0..%d (adil_kv_cache_type), got %u", what, ADIL_KV_CACHE_LAST,
+                         p->kv_type);
+    kv->type = p->kv_type == ADIL_KV_CACHE_DEFAULT ? adil_kv_type_from_env() : TYPES[p->kv_type];
+    kv->ring = adil_kv_ring_from_env();
+    const adil_hparams *hp = &model->tf.hp;
+    return adil_kv_type_check(what, kv->type, hp->head_dim, hp->head_dim_v);
 }
 
 /* The params of a context of `model` as adil_context_new takes them (`what`
@@ -74,7 +89,10 @@ ADIL_API adil_status adil_model_kv_bytes(const adil_model *model, const adil_con
     adil_context_params p;
     adil_status st = context_params(model, params, "adil_model_kv_bytes", &p);
     if (st != ADIL_OK) return st;
-    *out = adil_forward_kv_bytes(&model->tf, kv_opts_from_env(), p.n_ctx, p.n_batch);
+    adil_kv_opts kv;
+    st = kv_opts(model, &p, "adil_model_kv_bytes", &kv);
+    if (st != ADIL_OK) return st;
+    *out = adil_forward_kv_bytes(&model->tf, kv, p.n_ctx, p.n_batch);
     adil_clear_error();
     return ADIL_OK;
 }
@@ -87,6 +105,9 @@ ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_para
     adil_context_params p;
     adil_status st = context_params(model, params, "adil_context_new", &p);
     if (st != ADIL_OK) return st;
+    adil_kv_opts kv;
+    st = kv_opts(model, &p, "adil_context_new", &kv);
+    if (st != ADIL_OK) return st;
     const uint32_t n_ctx = p.n_ctx, n_batch = p.n_batch;
 
     adil_context *ctx = calloc(1, sizeof *ctx);
@@ -94,7 +115,7 @@ ADIL_API adil_status adil_context_new(adil_model *model, const adil_context_para
     ctx->model = model;
     ctx->n_ctx = n_ctx;
     ctx->n_batch = n_batch;
-    ctx->kv = kv_opts_from_env();
+    ctx->kv = kv;
     st = pick_pool(ctx, p.n_threads);
     if (st == ADIL_OK) st = check_memory(ctx);
     if (st == ADIL_OK)

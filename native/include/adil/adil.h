@@ -50,6 +50,8 @@
  *    comment of its own, 2.N, before its description.  A host resolves it
  *    only from an engine whose minor is >= N (an engine of an earlier minor
  *    does not export it); an engine of minor >= N exports all of them.
+ *  - 2.6: adil_context_params.kv_type (ADIL_SIZE_2_6_CONTEXT_PARAMS): the
+ *    KV cache's element type (adil_kv_cache_type).
  *  - Params are passed by pointer, never by value.
  *  - Every function returns an adil_status (ADIL_OK == 0) unless stated
  *    otherwise.  On failure a message for the calling thread is available from
@@ -97,7 +99,7 @@ extern "C" {
 #define ADIL_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
 #define ADIL_ABI_MAJOR 2
-#define ADIL_ABI_MINOR 5
+#define ADIL_ABI_MINOR 6
 /* Packs and unpacks the (major << 16) | minor form of adil_abi_version(). */
 #define ADIL_MAKE_VERSION(major, minor) ((((uint32_t)(major)) << 16) | ((uint32_t)(minor) & 0xFFFFu))
 #define ADIL_VERSION_MAJOR(v)           (((uint32_t)(v)) >> 16)
@@ -431,27 +433,55 @@ typedef struct adil_context_params {
                                       at most ADIL_DEFAULT_N_CTX_CAP */
     uint32_t n_batch;   /* prompt tokens per prefill batch; 0 = ADIL_DEFAULT_N_BATCH */
     uint32_t n_threads; /* 0 = the model's */
+    /* 2.6 */
+    uint32_t kv_type; /* adil_kv_cache_type; ADIL_KV_CACHE_DEFAULT (0) = the engine's */
 } adil_context_params;
 
 #define ADIL_SIZE_2_0_CONTEXT_PARAMS ADIL_SIZE_THROUGH(adil_context_params, n_threads)
+#define ADIL_SIZE_2_6_CONTEXT_PARAMS ADIL_SIZE_THROUGH(adil_context_params, kv_type)
+
+/* How a context stores cached keys and values (adil_context_params.kv_type).
+ *   ADIL_KV_CACHE_DEFAULT  the engine's choice: the CPU engine's is F16 (or
+ *                          what the environment variable ADIL_KV_TYPE asks
+ *                          for: f32, q8_0, f16)
+ *   ADIL_KV_CACHE_F16      IEEE half, 2 bytes an element (what llama.cpp keeps)
+ *   ADIL_KV_CACHE_F32      4 bytes an element: the exact reference
+ *   ADIL_KV_CACHE_Q8_0     ggml's Q8_0 blocks: 32 int8 and a half scale, 34
+ *                          bytes per 32 elements; the CPU engine needs the
+ *                          models' head widths (key and value) to be
+ *                          multiples of 32 (else ADIL_STATUS_CAPABILITY)
+ * An engine without a KV cache (the stub) checks the value and ignores it. */
+typedef enum adil_kv_cache_type {
+    ADIL_KV_CACHE_DEFAULT = 0,
+    ADIL_KV_CACHE_F16 = 1,
+    ADIL_KV_CACHE_F32 = 2,
+    ADIL_KV_CACHE_Q8_0 = 3
+} adil_kv_cache_type;
+
+/* The last adil_kv_cache_type value. */
+#define ADIL_KV_CACHE_LAST ADIL_KV_CACHE_Q8_0
 
 /* What 0 in n_ctx and n_batch stands for. */
 #define ADIL_DEFAULT_N_CTX_CAP 4096
 #define ADIL_DEFAULT_N_BATCH   512
 
-/* Fills `out` with struct_size, n_ctx = 0, n_batch = ADIL_DEFAULT_N_BATCH and
- * n_threads = 0. */
+/* Fills `out` with struct_size, n_ctx = 0, n_batch = ADIL_DEFAULT_N_BATCH,
+ * n_threads = 0 and kv_type = ADIL_KV_CACHE_DEFAULT. */
 ADIL_API void adil_context_default_params(adil_context_params *out);
 
 /* Makes a context for `model`; `params` may be NULL.  The CPU engine
  * allocates the KV cache and activations here: ADIL_STATUS_INVALID_ARGUMENT
  * for an n_ctx over 2^20, ADIL_STATUS_OUT_OF_MEMORY (message with the bytes)
  * when they need more memory than the machine has or cannot be allocated.
- * The CPU engine stores keys and values as IEEE half (what llama.cpp does),
- * and a sliding-window layer keeps only its window + n_batch positions, in
- * a ring.  The environment variables ADIL_KV_TYPE=f32 (f32 elements) and
- * ADIL_KV_RING=0 (every layer keeps n_ctx positions), read here at each
- * call, make this context keep its cache the reference way, for tests.  A
+ * The CPU engine stores keys and values as kv_type says (by default IEEE
+ * half, what llama.cpp does), and a sliding-window layer keeps only its
+ * window + n_batch positions, in a ring.  The environment variables
+ * ADIL_KV_TYPE=f32|q8_0 (the element type of a kv_type of
+ * ADIL_KV_CACHE_DEFAULT) and ADIL_KV_RING=0 (every layer keeps n_ctx
+ * positions), read here at each call, make this context keep its cache the
+ * reference way, for tests.  ADIL_STATUS_INVALID_ARGUMENT for a kv_type
+ * that is not an adil_kv_cache_type, ADIL_STATUS_CAPABILITY for one the
+ * model cannot keep (Q8_0 with head widths not multiples of 32).  A
  * prompt that shares a prefix with the cached tokens reuses it unless a ring
  * has since overwritten rows that prefix's window needs (then the prompt is
  * evaluated from the start; adil_run_stats.n_cached_tokens says which).
@@ -470,7 +500,8 @@ ADIL_API uint32_t adil_context_size(const adil_context *ctx);
  * now with adil_context_new(model, params) would allocate, into *out, without
  * allocating it; `params` may be NULL (the defaults).  0 for an engine that
  * keeps no KV cache (the stub).  ADIL_STATUS_INVALID_ARGUMENT for a NULL
- * model or out, or params adil_context_new refuses.  Any thread. */
+ * model or out, or params adil_context_new refuses (with its status: also
+ * ADIL_STATUS_CAPABILITY for a kv_type the model cannot keep).  Any thread. */
 ADIL_API adil_status adil_model_kv_bytes(const adil_model *model, const adil_context_params *params,
                                          uint64_t *out);
 
