@@ -339,8 +339,8 @@ adil_status adil_get_rows(const adil_weight *w, const int32_t *ids, int64_t n_id
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "get_rows: expected non-NULL arguments");
     }
     if (w->layout != ADIL_LAYOUT_ROWS) { /* the loader keeps looked-up tensors row-major */
-        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "get_rows: expected a row-major weight, got layout %" PRIu32,
-                         w->layout);
+        return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
+                         "get_rows: expected a row-major weight, got layout %" PRIu32, w->layout);
     }
     const adil_wtype_facts *f = adil_wtype_facts_get(w->type);
     const adil_wtype_kernels *wk = adil_wtype_kernels_get(w->type);

@@ -35,7 +35,7 @@ typedef struct xp_part {
     const adil_wtype_kernels *wk;
     adil_tile_dot_fn tile; /* the tile kernel of its layout; NULL: loop over vec_dot */
     int64_t row_align;     /* rows a tile starts at a multiple of (8 for the 8-row layout) */
-    const uint8_t *w; /* expert e's row r at w + (e * rows + r) * w_row */
+    const uint8_t *w;      /* expert e's row r at w + (e * rows + r) * w_row */
     size_t w_row;
     float *y; /* (A, rows) */
     int slot; /* its activation type in the job */
