@@ -17,6 +17,7 @@
 #include "adil_common.h"
 #include "compute/cpu_level.h"
 #include "compute/kernels.h"
+#include "test_rng.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -67,18 +68,6 @@ static const type_case CASES[] = {
 #define N_CASES     (sizeof(CASES) / sizeof(CASES[0]))
 
 /* ---- random data ------------------------------------------------------------ */
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15u;
-
-static uint32_t next_u32(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-/* Uniform in [-1, 1). */
-static float next_f(void) { return (float)(next_u32() % 2000001) / 1000000.0f - 1.0f; }
 
 /* Scale regimes of the weights' fp16 fields. */
 typedef enum { SCALE_NORMAL, SCALE_TINY, SCALE_HUGE, SCALE_ZERO, SCALE_MIXED, SCALE_COUNT } regime;

@@ -18,6 +18,7 @@
 #include "compute/kernels.h"
 #include "compute/matmul_experts.h"
 #include "compute/threadpool.h"
+#include "test_rng.h"
 #include "test_util.h"
 
 #include <stdatomic.h>
@@ -29,15 +30,6 @@
 #define K_USED    2
 #define MAX_ROWS  4096
 #define MAX_TOKEN 70
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15u;
-static uint32_t next_u32(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-static float next_f(void) { return (float)(next_u32() % 2000001) / 1000000.0f - 1.0f; }
 
 /* A type and the byte offsets of its fp16 scale fields (block types). */
 typedef struct type_info {

@@ -18,19 +18,13 @@
 #include "compute/kernels.h"
 #include "test_util.h"
 
+#define TEST_RNG_SEED 0x2545F4914F6CDD1Du
+#include "test_rng.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t rng_state = 0x2545F4914F6CDD1Du;
-static uint32_t next_u32(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-static float next_f(void) { return (float)(next_u32() % 2000001) / 1000000.0f - 1.0f; }
 
 /* Byte offsets of the fp16 scale fields in a block, per type (MXFP4's E8M0
  * byte is set in make_weight). */

@@ -19,6 +19,9 @@
 #include "compute/threadpool.h"
 #include "test_util.h"
 
+#define TEST_RNG_SEED 0x2545F4914F6CDD1Du
+#include "test_rng.h"
+
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -28,17 +31,6 @@
 #define COLS             768
 #define TOKS             7
 #define MAX_DOT_ERROR_R8 2e-6 /* as MAX_DOT_ERROR_Q4_K in test_kernels_simd.c */
-
-static uint64_t rng_state = 0x2545F4914F6CDD1Du;
-
-static uint32_t next_u32(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-static float next_f(void) { return (float)(next_u32() % 2000001) / 1000000.0f - 1.0f; }
 
 /* Random rows of `type`: random levels and scales; the fp16 d (and Q4_K's
  * dmin) normal, tiny (fp16 subnormals) or zero by block. */
