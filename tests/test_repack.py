@@ -1,6 +1,8 @@
-"""Q4_K weights repacked at load into the 8-row layout (compute/repack.h)
-against the file's row-major layout (ADIL_REPACK=0, read at each load), on
-the tiny Q4_K file of every architecture (dense and mixture of experts):
+"""Q4_K and Q8_0 weights repacked at load into the 8-row layout
+(compute/repack.h; Q8_0 at the avx512 level only, and a tied output head
+with the embedding whose rows are then looked up unpacked) against the
+file's row-major layout (ADIL_REPACK=0, read at each load), on the tiny Q4_K
+and Q8_0 files of every architecture (dense and mixture of experts):
 at every position the logits within TOL_QUANT of its logit scale, the same
 greedy continuation, and not bit-identical where the CPU has SIMD kernels
 (so the repacked kernels really ran).  The two layouts sum the same integer
@@ -51,18 +53,20 @@ def run(engine: adil.Engine, path: Path) -> tuple[np.ndarray, list[int]]:
     return logits, tokens
 
 
+@pytest.mark.parametrize("qtype", (T.Q4_K, T.Q8_0), ids=lambda t: t.name)
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_repacked_weights_match_the_row_major_ones(engine: adil.Engine, tiny_dir: Path, arch: str,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    path = model_path(tiny_dir, arch, T.Q4_K)
+                                                   qtype: T, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = model_path(tiny_dir, arch, qtype)
     repacked, repacked_tokens = run(engine, path)
     monkeypatch.setenv("ADIL_REPACK", "0")
     rows, row_tokens = run(engine, path)
     err = np.abs(repacked - rows).max(axis=1)
     scale = np.abs(rows).max(axis=1)
     assert np.all(err <= TOL_QUANT * scale), f"worst position {int(np.argmax(err / scale))}"
-    assert repacked_tokens == row_tokens
-    if engine.info.kernels != "scalar":
+    if (arch, qtype) != ("qwen3moe", T.Q8_0):  # its router near-tie (test_model_logits.py) can
+        assert repacked_tokens == row_tokens  # pick another expert, and so another first token
+    if engine.info.kernels == "avx512" or (engine.info.kernels == "avx2" and qtype == T.Q4_K):
         assert not np.array_equal(repacked, rows)
 
 

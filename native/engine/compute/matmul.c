@@ -25,6 +25,7 @@
 #include "compute/repack.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 
 #define ROW_GRAIN         16
 #define TOKEN_TILE        32
@@ -338,9 +339,10 @@ adil_status adil_get_rows(const adil_weight *w, const int32_t *ids, int64_t n_id
     if (w == NULL || w->data == NULL || (n_ids > 0 && (ids == NULL || dst == NULL))) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "get_rows: expected non-NULL arguments");
     }
-    if (w->layout != ADIL_LAYOUT_ROWS) { /* the loader keeps looked-up tensors row-major */
+    if (w->layout != ADIL_LAYOUT_ROWS && (w->layout != ADIL_LAYOUT_R8 || !adil_repack_supported(w->type))) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
-                         "get_rows: expected a row-major weight, got layout %" PRIu32, w->layout);
+                         "get_rows: layout %" PRIu32 " of %s has no kernel here", w->layout,
+                         adil_wtype_name(w->type));
     }
     const adil_wtype_facts *f = adil_wtype_facts_get(w->type);
     const adil_wtype_kernels *wk = adil_wtype_kernels_get(w->type);
@@ -351,13 +353,24 @@ adil_status adil_get_rows(const adil_weight *w, const int32_t *ids, int64_t n_id
                          adil_wtype_name(w->type), w->cols);
     }
     size_t row = adil_row_size(w->type, w->cols);
+    uint8_t *unpacked = w->layout == ADIL_LAYOUT_R8 ? malloc(row) : NULL;
+    if (w->layout == ADIL_LAYOUT_R8 && unpacked == NULL) {
+        return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "get_rows: cannot allocate a row of %zu bytes", row);
+    }
     for (int64_t i = 0; i < n_ids; i++) {
         if (ids[i] < 0 || ids[i] >= w->rows) {
+            free(unpacked);
             return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                              "get_rows: id %" PRId64 ": expected 0..%" PRId64 ", got %" PRId32, i,
                              w->rows - 1, ids[i]);
         }
-        wk->dequantize_row((const uint8_t *)w->data + (size_t)ids[i] * row, dst + i * w->cols, w->cols);
+        if (w->layout == ADIL_LAYOUT_R8) { /* a tied output head: the row back in the file's layout */
+            adil_unpack_row(w->type, w->data, w->cols, ids[i], unpacked);
+        }
+        const uint8_t *src =
+            w->layout == ADIL_LAYOUT_R8 ? unpacked : (const uint8_t *)w->data + (size_t)ids[i] * row;
+        wk->dequantize_row(src, dst + i * w->cols, w->cols);
     }
+    free(unpacked);
     return ADIL_OK;
 }

@@ -8,14 +8,14 @@
  * lanes, and the 8 results are one store: a quarter of the instructions per
  * multiply-add in decode, and the activations are loaded once per 8 rows.
  *
- * Rows r = 8g .. 8g + 7 (group g) of a Q4_K weight become, per
- * super-block i, one block_q4_K_r8 at group g's block i:
+ * Rows r = 8g .. 8g + 7 (group g) of a Q4_K or Q8_0 weight become, per
+ * (super-)block i, one block_q4_K_r8 / block_q8_0_r8 at group g's block i:
  * groups one after another, the blocks of a group in column order.  So a
  * group takes exactly 8 rows of the layout's row bytes per super-block, and
  * row 8g starts at 8g * (bytes per row), as in the row-major layout.  Q4_K's
  * scales and mins are stored unpacked (one byte each), which the kernels
  * would otherwise unpack for every super-block and row: 148 bytes per row
- * and super-block instead of 144.  (Only Q4_K has the layout so far.)
+ * and super-block instead of 144; Q8_0 keeps its 34 per block.
  *
  * Results are those of the same arithmetic as the scalar reference
  * (integer sums per super-block, then d * sum - dmin * msum in float), in a
@@ -50,6 +50,16 @@ _Static_assert(sizeof(block_q4_K_r8) == 32 + 64 + 64 + 1024, "block_q4_K_r8 size
 
 #define ADIL_Q4_K_R8_ROW_BYTES (sizeof(block_q4_K_r8) / ADIL_R8_ROWS)
 
+/* Q8_0, 8 rows: row r's d, and its 32 levels q in 4 chunks of 8, stored as
+ * the unsigned q + 128 (q ^ 0x80) that vpdpbusd multiplies with a signed
+ * activation; the kernel takes 128 * sum(a) back out.  As many bytes as the
+ * file's 8 rows. */
+typedef struct {
+    adil_fp16 d[ADIL_R8_ROWS];
+    uint8_t qs[4][ADIL_R8_ROWS][8]; /* [chunk c][row r][b]: q[8c + b] ^ 0x80 */
+} block_q8_0_r8;
+_Static_assert(sizeof(block_q8_0_r8) == 8 * sizeof(block_q8_0), "block_q8_0_r8 size");
+
 /* Bytes from one row of w to the next (of a group's share, for R8). */
 size_t adil_weight_row_bytes(const adil_weight *w);
 
@@ -60,8 +70,8 @@ bool adil_repack_supported(uint32_t type);
  * of 8, cols of the block size). */
 size_t adil_repack_bytes(uint32_t type, int64_t rows, int64_t cols);
 
-/* Groups [g0, g1) of the row-major weight src (rows, cols) of `type` (Q4_K)
- * into dst, laid out as above (the whole weight is groups 0 ..
+/* Groups [g0, g1) of the row-major weight src (rows, cols) of `type` (Q4_K or
+ * Q8_0) into dst, laid out as above (the whole weight is groups 0 ..
  * rows / 8). */
 void adil_repack(uint32_t type, const void *src, void *dst, int64_t cols, int64_t g0, int64_t g1);
 
@@ -69,9 +79,10 @@ void adil_repack(uint32_t type, const void *src, void *dst, int64_t cols, int64_
  * (bit for bit the one adil_repack read). */
 void adil_unpack_row(uint32_t type, const void *data, int64_t cols, int64_t r, void *dst);
 
-/* The reference tile kernel of the 8-row Q4_K layout, written for clarity
- * (tests compare the SIMD ones with it): adil_tile with n_rows a multiple of
+/* The reference tile kernels of the 8-row layouts, written for clarity
+ * (tests compare the SIMD ones with them): adil_tile with n_rows a multiple of
  * 8, w at a group's first row, w_stride the layout's row bytes. */
 void adil_tile_q4_K_r8_ref(const adil_tile *t);
+void adil_tile_q8_0_r8_ref(const adil_tile *t);
 
 #endif /* ADIL_REPACK_H */

@@ -35,9 +35,9 @@ typedef struct repack_job {
     bool drop_source;
 } repack_job;
 
-static bool eligible(const adil_transformer *m, const adil_weight *w) {
+static bool eligible(const adil_weight *w) {
     return w->data != NULL && w->layout == ADIL_LAYOUT_ROWS && w->rows % ADIL_R8_ROWS == 0 &&
-           w->data != m->tok_embd.data && adil_repack_supported(w->type);
+           adil_repack_supported(w->type);
 }
 
 /* The matrix weights of layer il (some may be absent: data NULL); the last
@@ -67,7 +67,7 @@ static int64_t collect(adil_transformer *m, repack_item *items, size_t *bytes) {
         ws[0] = &m->output;
         if (il < m->hp.n_layer) k = layer_weights(&m->layers[il], ws);
         for (int i = 0; i < k; i++) {
-            if (!eligible(m, ws[i])) continue;
+            if (!eligible(ws[i])) continue;
             if (items != NULL) items[n] = (repack_item){.w = ws[i], .expert = k > 1 && i >= FIRST_EXPERT};
             *bytes += (adil_repack_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols) + REPACK_ALIGN - 1) &
                       ~(size_t)(REPACK_ALIGN - 1);
@@ -138,11 +138,13 @@ adil_status adil_transformer_repack(adil_transformer *m, adil_pool *pool, bool s
         at += (adil_repack_bytes(w->type, w->rows, w->cols) + REPACK_ALIGN - 1) & ~(size_t)(REPACK_ALIGN - 1);
     }
     adil_pool_for(pool, job.n_units, convert_unit, &job);
+    const bool tied = m->output.data == m->tok_embd.data;
     for (int64_t i = 0; i < n; i++) {
         count_decode_bytes(m, &items[i]);
         items[i].w->data = items[i].dst;
         items[i].w->layout = ADIL_LAYOUT_R8;
     }
+    if (tied) m->tok_embd = m->output; /* its rows are looked up from the same copy (adil_get_rows) */
     free(items);
     m->repacked = buf;
     m->repacked_bytes = at;

@@ -268,8 +268,9 @@ void adil_transformer_free(adil_transformer *m);
 /* Moves every matrix weight whose type has an 8-row layout at this CPU
  * level (compute/repack.h) into that layout, in one allocation owned by m,
  * on the pool's threads (pool may be NULL).  Left out: weights whose rows
- * are not a multiple of 8, and the token embedding (rows are looked up one
- * by one) with the output head when it is the same tensor.  Nothing is
+ * are not a multiple of 8, and a token embedding that is not also the output
+ * head (only looked up row by row); a tied one is repacked with the head, and
+ * adil_get_rows unpacks the rows it looks up.  Nothing is
  * repacked when ADIL_REPACK=0 (the row-major reference, read at each load)
  * or when the copy cannot be allocated: the weights stay row-major, which
  * is slower, not wrong.  source_mapped: the weights' bytes are a read-only

@@ -340,9 +340,9 @@ typedef struct adil_model_info {
  * device: refused at once, without waiting on a pipe), ADIL_STATUS_MODEL_FORMAT (message naming the field and
  * offset) when it is malformed, ADIL_STATUS_CAPABILITY for an architecture or
  * weight type this engine cannot run.  The CPU engine copies Q4_K matrices
- * into a layout of 8 interleaved rows that its SIMD kernels read fastest
- * (about the weights' size in anonymous memory; the mapped file's pages under
- * them are released), unless the environment variable ADIL_REPACK=0, read at
+ * (and, on AVX-512 VNNI CPUs, Q8_0 ones) into a layout of 8 interleaved rows
+ * that its SIMD kernels read fastest (about the weights' size in anonymous
+ * memory; the mapped file's pages under them are released), unless the environment variable ADIL_REPACK=0, read at
  * each load, keeps the file's layout (the reference tests compare with).
  * *out must be freed with adil_model_free before its engine is closed. */
 ADIL_API adil_status adil_model_load(adil_engine *engine, const char *path, const adil_model_params *params,
