@@ -55,8 +55,9 @@ def run(engine: adil.Engine, path: Path) -> tuple[np.ndarray, list[int]]:
 
 @pytest.mark.parametrize("qtype", (T.Q4_K, T.Q8_0), ids=lambda t: t.name)
 @pytest.mark.parametrize("arch", ARCHITECTURES)
-def test_repacked_weights_match_the_row_major_ones(engine: adil.Engine, tiny_dir: Path, arch: str,
-                                                   qtype: T, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_repacked_weights_match_the_row_major_ones(
+        engine: adil.Engine, tiny_dir: Path, arch: str, qtype: T,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     path = model_path(tiny_dir, arch, qtype)
     repacked, repacked_tokens = run(engine, path)
     monkeypatch.setenv("ADIL_REPACK", "0")
