@@ -90,9 +90,7 @@ static adil_status check_weight(const adil_mm_group *g, int i) {
                          ") and rows >= 1, got %" PRId64 " x %" PRId64,
                          i, g->w[0]->cols, block, w->rows, w->cols);
     }
-    if (w->layout != ADIL_LAYOUT_ROWS &&
-        (w->layout != ADIL_LAYOUT_R8 || adil_wtype_kernels_get(w->type)->tile_dot_r8 == NULL ||
-         w->rows % ADIL_R8_ROWS != 0)) {
+    if (!adil_layout_runs(w, w->rows)) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "matmul: weight %d: layout %" PRIu32 " of %s with %" PRId64
                          " rows has no kernel at this CPU level",
@@ -151,14 +149,13 @@ static size_t plan_parts(mm_job *j, const adil_mm_group *g, const float *x, int6
     size_t end = 0;
     for (int i = 0; i < g->n; i++) {
         mm_part *p = &j->part[i];
-        const bool r8 = g->w[i]->layout == ADIL_LAYOUT_R8;
         *p = (mm_part){.wk = adil_wtype_kernels_get(g->w[i]->type),
+                       .row_align = adil_layout_row_align(g->w[i]),
                        .w = g->w[i]->data,
                        .w_row = adil_weight_row_bytes(g->w[i]),
                        .rows = g->w[i]->rows,
                        .y = g->y[i]};
-        p->tile = r8 ? p->wk->tile_dot_r8 : p->wk->tile_dot;
-        p->row_align = r8 ? ADIL_R8_ROWS : 1;
+        p->tile = adil_layout_tile(g->w[i], p->wk);
         if (activations_are_floats(p->wk)) { /* F32/F16/BF16 weights dot with x itself */
             p->act = (const uint8_t *)x;
             p->act_row = (size_t)j->cols * sizeof(float);
@@ -339,7 +336,7 @@ adil_status adil_get_rows(const adil_weight *w, const int32_t *ids, int64_t n_id
     if (w == NULL || w->data == NULL || (n_ids > 0 && (ids == NULL || dst == NULL))) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT, "get_rows: expected non-NULL arguments");
     }
-    if (w->layout != ADIL_LAYOUT_ROWS && (w->layout != ADIL_LAYOUT_R8 || !adil_repack_supported(w->type))) {
+    if (!adil_layout_runs(w, w->rows)) {
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "get_rows: layout %" PRIu32 " of %s has no kernel here", w->layout,
                          adil_wtype_name(w->type));
@@ -353,8 +350,9 @@ adil_status adil_get_rows(const adil_weight *w, const int32_t *ids, int64_t n_id
                          adil_wtype_name(w->type), w->cols);
     }
     size_t row = adil_row_size(w->type, w->cols);
-    uint8_t *unpacked = w->layout == ADIL_LAYOUT_R8 ? malloc(row) : NULL;
-    if (w->layout == ADIL_LAYOUT_R8 && unpacked == NULL) {
+    const bool r8 = w->layout == ADIL_LAYOUT_R8; /* a tied output head: rows back in the file's layout */
+    uint8_t *unpacked = r8 ? malloc(row) : NULL;
+    if (r8 && unpacked == NULL) {
         return adil_fail(ADIL_STATUS_OUT_OF_MEMORY, "get_rows: cannot allocate a row of %zu bytes", row);
     }
     for (int64_t i = 0; i < n_ids; i++) {
@@ -364,12 +362,9 @@ adil_status adil_get_rows(const adil_weight *w, const int32_t *ids, int64_t n_id
                              "get_rows: id %" PRId64 ": expected 0..%" PRId64 ", got %" PRId32, i,
                              w->rows - 1, ids[i]);
         }
-        if (w->layout == ADIL_LAYOUT_R8) { /* a tied output head: the row back in the file's layout */
-            adil_unpack_row(w->type, w->data, w->cols, ids[i], unpacked);
-        }
-        const uint8_t *src =
-            w->layout == ADIL_LAYOUT_R8 ? unpacked : (const uint8_t *)w->data + (size_t)ids[i] * row;
-        wk->dequantize_row(src, dst + i * w->cols, w->cols);
+        if (r8) adil_unpack_row(w->type, w->data, w->cols, ids[i], unpacked);
+        wk->dequantize_row(r8 ? unpacked : (const uint8_t *)w->data + (size_t)ids[i] * row, dst + i * w->cols,
+                           w->cols);
     }
     free(unpacked);
     return ADIL_OK;

@@ -74,9 +74,7 @@ static adil_status check_weight(const adil_mm_experts *g, int i) {
                          "matmul_experts: weight %d: expected %" PRId64 " x %" PRId64
                          " (n_expert x rows, columns a multiple of %" PRId64 "), got %" PRId64 " x %" PRId64,
                          i, g->n_expert * g->rows, g->w[0]->cols, block, w->rows, w->cols);
-    if (w->layout != ADIL_LAYOUT_ROWS &&
-        (w->layout != ADIL_LAYOUT_R8 || adil_wtype_kernels_get(w->type)->tile_dot_r8 == NULL ||
-         g->rows % ADIL_R8_ROWS != 0))
+    if (!adil_layout_runs(w, g->rows))
         return adil_fail(ADIL_STATUS_INVALID_ARGUMENT,
                          "matmul_experts: weight %d: layout %" PRIu32 " of %s with %" PRId64
                          " rows per expert has no kernel at this CPU level",
@@ -151,10 +149,9 @@ static size_t plan(xp_job *j, const adil_mm_experts *g, const float *x, int64_t 
                   .user = g->user};
     for (int i = 0; i < g->n; i++) {
         const adil_wtype_kernels *wk = adil_wtype_kernels_get(g->w[i]->type);
-        const bool r8 = g->w[i]->layout == ADIL_LAYOUT_R8;
         j->part[i] = (xp_part){.wk = wk,
-                               .tile = r8 ? wk->tile_dot_r8 : wk->tile_dot,
-                               .row_align = r8 ? ADIL_R8_ROWS : 1,
+                               .tile = adil_layout_tile(g->w[i], wk),
+                               .row_align = adil_layout_row_align(g->w[i]),
                                .w = g->w[i]->data,
                                .w_row = adil_weight_row_bytes(g->w[i]),
                                .y = g->y[i],

@@ -21,6 +21,17 @@ bool adil_repack_supported(uint32_t type) {
     return k != NULL && k->tile_dot_r8 != NULL;
 }
 
+bool adil_layout_runs(const adil_weight *w, int64_t group_rows) {
+    return w->layout == ADIL_LAYOUT_ROWS ||
+           (w->layout == ADIL_LAYOUT_R8 && adil_repack_supported(w->type) && group_rows % ADIL_R8_ROWS == 0);
+}
+
+adil_tile_dot_fn adil_layout_tile(const adil_weight *w, const adil_wtype_kernels *wk) {
+    return w->layout == ADIL_LAYOUT_R8 ? wk->tile_dot_r8 : wk->tile_dot;
+}
+
+int64_t adil_layout_row_align(const adil_weight *w) { return w->layout == ADIL_LAYOUT_R8 ? ADIL_R8_ROWS : 1; }
+
 size_t adil_repack_bytes(uint32_t type, int64_t rows, int64_t cols) {
     const adil_weight w = {.type = type, .rows = rows, .cols = cols, .layout = ADIL_LAYOUT_R8};
     return (size_t)rows * adil_weight_row_bytes(&w);

@@ -66,6 +66,17 @@ size_t adil_weight_row_bytes(const adil_weight *w);
 /* Whether `type` has an 8-row layout with kernels at the selected CPU level. */
 bool adil_repack_supported(uint32_t type);
 
+/* Whether w's layout has a kernel at the selected CPU level: the file's
+ * rows, or the 8-row layout of a type that has one there with
+ * `group_rows` (the rows the caller cuts w into: all of them, or one
+ * expert's) a multiple of 8. */
+bool adil_layout_runs(const adil_weight *w, int64_t group_rows);
+
+/* The tile kernel of w's layout among the type's kernels wk (NULL: none,
+ * loop over vec_dot), and the multiple of rows its tiles start at. */
+adil_tile_dot_fn adil_layout_tile(const adil_weight *w, const adil_wtype_kernels *wk);
+int64_t adil_layout_row_align(const adil_weight *w);
+
 /* Bytes `rows` x `cols` of `type` take in the 8-row layout (rows a multiple
  * of 8, cols of the block size). */
 size_t adil_repack_bytes(uint32_t type, int64_t rows, int64_t cols);
