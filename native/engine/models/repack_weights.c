@@ -52,6 +52,11 @@ static int layer_weights(adil_layer *L, adil_weight *out[MAX_WEIGHTS_PER_LAYER])
     return MAX_WEIGHTS_PER_LAYER;
 }
 
+/* Bytes of w's copy, rounded up to whole cache lines (each copy starts on one). */
+static size_t copy_bytes(const adil_weight *w) {
+    return (adil_repack_bytes(w->type, w->rows, w->cols) + REPACK_ALIGN - 1) & ~(size_t)(REPACK_ALIGN - 1);
+}
+
 static int64_t units_of(const adil_weight *w) {
     const int64_t groups = w->rows / ADIL_R8_ROWS;
     return (groups + GROUPS_PER_UNIT - 1) / GROUPS_PER_UNIT;
@@ -69,8 +74,7 @@ static int64_t collect(adil_transformer *m, repack_item *items, size_t *bytes) {
         for (int i = 0; i < k; i++) {
             if (!eligible(ws[i])) continue;
             if (items != NULL) items[n] = (repack_item){.w = ws[i], .expert = k > 1 && i >= FIRST_EXPERT};
-            *bytes += (adil_repack_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols) + REPACK_ALIGN - 1) &
-                      ~(size_t)(REPACK_ALIGN - 1);
+            *bytes += copy_bytes(ws[i]);
             n++;
         }
     }
@@ -135,7 +139,7 @@ adil_status adil_transformer_repack(adil_transformer *m, adil_pool *pool, bool s
         items[i].dst = (uint8_t *)buf + at;
         items[i].first_unit = job.n_units;
         job.n_units += units_of(w);
-        at += (adil_repack_bytes(w->type, w->rows, w->cols) + REPACK_ALIGN - 1) & ~(size_t)(REPACK_ALIGN - 1);
+        at += copy_bytes(w);
     }
     adil_pool_for(pool, job.n_units, convert_unit, &job);
     const bool tied = m->output.data == m->tok_embd.data;
@@ -147,6 +151,5 @@ adil_status adil_transformer_repack(adil_transformer *m, adil_pool *pool, bool s
     if (tied) m->tok_embd = m->output; /* its rows are looked up from the same copy (adil_get_rows) */
     free(items);
     m->repacked = buf;
-    m->repacked_bytes = at;
     return ADIL_OK;
 }

@@ -138,7 +138,6 @@ typedef struct adil_transformer {
     const float *rope_factors_long; /* (n_rot / 2) or NULL: phi3's divisors past n_ctx_orig */
     float *owned;                   /* norm vectors, dequantized to f32 at load */
     void *repacked;                 /* weights in the 8-row layout (models/repack_weights.c) or NULL */
-    uint64_t repacked_bytes;        /* their bytes */
     uint64_t n_params;              /* elements of all tensors */
     uint64_t n_bytes;               /* bytes of all tensors */
     uint64_t decode_bytes;          /* bytes one decoded token reads (adil_model_info.decode_bytes) */
