@@ -7,7 +7,8 @@
  */
 #include "compute/repack.h"
 #include "compute/simd/kernels_simd.h"
-#include "compute/simd/simd_x86.h"
+#include "compute/simd/kquant_cores.h"
+#include "compute/simd/r8_x86.h"
 #include "compute/simd/tile_walk.h"
 
 #define R8_MAX_TOKS 2 /* 16 ymm registers: two tokens of two halves */
@@ -20,16 +21,6 @@ static const uint8_t PICK_HALF[2][32] = {
     {4, 128, 4, 128, 4, 128, 4, 128, 5, 128, 5, 128, 5, 128, 5, 128,
      6, 128, 6, 128, 6, 128, 6, 128, 7, 128, 7, 128, 7, 128, 7, 128},
 };
-
-ADIL_INLINE __m256i bcast_u64(const void *p) {
-    long long v;
-    __builtin_memcpy(&v, p, 8);
-    return _mm256_set1_epi64x(v);
-}
-
-ADIL_INLINE const block_q8_K *act_block(const adil_tile *t, int k, int64_t i) {
-    return (const block_q8_K *)(t->act + (size_t)k * t->act_stride) + i;
-}
 
 /* mins * block sums of the 8 rows, one int32 lane per row (see the avx512
  * kernel: pair p's sums sit in dword 0, 1, 4, 5 of the hadd). */
@@ -64,19 +55,20 @@ ADIL_INLINE void r8_core(const adil_tile *t, const int T) {
         for (int h = 0; h < 4; h++) { /* sub-blocks 2h (low nibbles) and 2h + 1 */
             for (int s = 0; s < 2; s++) {
                 const __m256i pick = _mm256_loadu_si256((const __m256i *)PICK_HALF[s]);
-                const __m256i sc_lo = _mm256_shuffle_epi8(bcast_u64(b->scales[2 * h]), pick);
-                const __m256i sc_hi = _mm256_shuffle_epi8(bcast_u64(b->scales[2 * h + 1]), pick);
+                const __m256i sc_lo = _mm256_shuffle_epi8(r8_bcast_u64_256(b->scales[2 * h]), pick);
+                const __m256i sc_hi = _mm256_shuffle_epi8(r8_bcast_u64_256(b->scales[2 * h + 1]), pick);
                 for (int q = 0; q < 4; q++) {
                     const __m256i v = _mm256_loadu_si256((const __m256i *)b->qs[4 * h + q][4 * s]);
                     const __m256i lo = _mm256_and_si256(v, low4);
                     const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
                     for (int k = 0; k < T; k++) {
-                        const int8_t *a = act_block(t, k, i)->qs + 64 * h + 8 * q;
+                        const int8_t *a = kq_act(t, k, i)->qs + 64 * h + 8 * q;
                         __m256i *d = dots[k][s];
                         d[0] = _mm256_add_epi32(
-                            d[0], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, bcast_u64(a)), sc_lo));
+                            d[0], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, r8_bcast_u64_256(a)), sc_lo));
                         d[1] = _mm256_add_epi32(
-                            d[1], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, bcast_u64(a + 32)), sc_hi));
+                            d[1],
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(hi, r8_bcast_u64_256(a + 32)), sc_hi));
                     }
                 }
             }
@@ -86,7 +78,7 @@ ADIL_INLINE void r8_core(const adil_tile *t, const int T) {
                              _mm256_permutevar8x32_ps(d8, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7))};
         const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b->dmin));
         for (int k = 0; k < T; k++) {
-            const block_q8_K *y = act_block(t, k, i);
+            const block_q8_K *y = kq_act(t, k, i);
             const __m256 yd = _mm256_set1_ps(y->d);
             for (int s = 0; s < 2; s++) {
                 const __m256i dot = _mm256_add_epi32(dots[k][s][0], dots[k][s][1]);

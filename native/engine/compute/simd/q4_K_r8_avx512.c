@@ -13,7 +13,8 @@
  */
 #include "compute/repack.h"
 #include "compute/simd/kernels_simd.h"
-#include "compute/simd/simd_x86.h"
+#include "compute/simd/kquant_cores.h"
+#include "compute/simd/r8_x86.h"
 #include "compute/simd/tile_walk.h"
 
 #define R8_MAX_TOKS 4
@@ -30,16 +31,6 @@ static const uint8_t PICK_ROW[64] = {
     2, 128, 3, 128, 3, 128, 3, 128, 3, 128, 4, 128, 4, 128, 4, 128, 4, 128, 5, 128, 5, 128,
     5, 128, 5, 128, 6, 128, 6, 128, 6, 128, 6, 128, 7, 128, 7, 128, 7, 128, 7, 128,
 };
-
-ADIL_INLINE __m512i bcast_u64(const void *p) {
-    long long v;
-    __builtin_memcpy(&v, p, 8);
-    return _mm512_set1_epi64(v);
-}
-
-ADIL_INLINE const block_q8_K *act_block(const adil_tile *t, int k, int64_t i) {
-    return (const block_q8_K *)(t->act + (size_t)k * t->act_stride) + i;
-}
 
 /* The sums of mins * block sums of the 8 rows for activation block y: one
  * int32 lane per row.  hadd gives the sub-block sums bp[j] as int16, pair
@@ -61,7 +52,6 @@ ADIL_INLINE void r8_core(const adil_tile *t, const int T) {
     const block_q4_K_r8 *x = (const block_q4_K_r8 *)t->w;
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i pick = _mm512_loadu_si512(PICK_ROW);
-    const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
     __m512 acc[R8_MAX_TOKS];  /* row r: lanes 2r, 2r + 1 */
     __m256 offs[R8_MAX_TOKS]; /* row r: lane r */
     for (int k = 0; k < T; k++) {
@@ -75,30 +65,29 @@ ADIL_INLINE void r8_core(const adil_tile *t, const int T) {
             for (int c = 0; c < C; c++) dots[k][c] = _mm512_setzero_si512();
         }
         for (int h = 0; h < 4; h++) { /* sub-blocks 2h (low nibbles) and 2h + 1 */
-            const __m512i sc_lo = _mm512_shuffle_epi8(bcast_u64(b->scales[2 * h]), pick);
-            const __m512i sc_hi = _mm512_shuffle_epi8(bcast_u64(b->scales[2 * h + 1]), pick);
+            const __m512i sc_lo = _mm512_shuffle_epi8(r8_bcast_u64(b->scales[2 * h]), pick);
+            const __m512i sc_hi = _mm512_shuffle_epi8(r8_bcast_u64(b->scales[2 * h + 1]), pick);
             for (int q = 0; q < 4; q++) {
                 const int c = 4 * h + q;
                 const __m512i v = _mm512_loadu_si512(b->qs[c]);
                 const __m512i lo = _mm512_and_si512(v, low4);
                 const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
                 for (int k = 0; k < T; k++) {
-                    const int8_t *a = act_block(t, k, i)->qs + 64 * h + 8 * q;
+                    const int8_t *a = kq_act(t, k, i)->qs + 64 * h + 8 * q;
                     __m512i *d = dots[k];
                     d[2 * c % C] =
-                        _mm512_dpwssd_epi32(d[2 * c % C], _mm512_maddubs_epi16(lo, bcast_u64(a)), sc_lo);
+                        _mm512_dpwssd_epi32(d[2 * c % C], _mm512_maddubs_epi16(lo, r8_bcast_u64(a)), sc_lo);
                     d[(2 * c + 1) % C] = _mm512_dpwssd_epi32(
-                        d[(2 * c + 1) % C], _mm512_maddubs_epi16(hi, bcast_u64(a + 32)), sc_hi);
+                        d[(2 * c + 1) % C], _mm512_maddubs_epi16(hi, r8_bcast_u64(a + 32)), sc_hi);
                 }
             }
         }
-        const __m512 d = _mm512_permutexvar_ps(
-            pairs, _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b->d))));
+        const __m512 d = r8_row_pairs(b->d);
         const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b->dmin));
         const __m512i m01 = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)b->mins[0]));
         const __m512i m23 = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)b->mins[2]));
         for (int k = 0; k < T; k++) {
-            const block_q8_K *y = act_block(t, k, i);
+            const block_q8_K *y = kq_act(t, k, i);
             __m512i dot = dots[k][0];
             for (int c = 1; c < C; c++) dot = _mm512_add_epi32(dot, dots[k][c]);
             acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(d, _mm512_set1_ps(y->d)), acc[k]);
@@ -106,12 +95,8 @@ ADIL_INLINE void r8_core(const adil_tile *t, const int T) {
                                       _mm256_mul_ps(dmin, _mm256_set1_ps(y->d)), offs[k]);
         }
     }
-    const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-    const __m512i odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0);
     for (int k = 0; k < T; k++) {
-        const __m256 e = _mm512_castps512_ps256(_mm512_permutexvar_ps(evens, acc[k]));
-        const __m256 o = _mm512_castps512_ps256(_mm512_permutexvar_ps(odds, acc[k]));
-        _mm256_storeu_ps(t->y + (size_t)k * t->y_stride, _mm256_sub_ps(_mm256_add_ps(e, o), offs[k]));
+        _mm256_storeu_ps(t->y + (size_t)k * t->y_stride, _mm256_sub_ps(r8_pair_sums(acc[k]), offs[k]));
     }
 }
 

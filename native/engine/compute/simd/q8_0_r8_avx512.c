@@ -10,37 +10,29 @@
  */
 #include "compute/repack.h"
 #include "compute/simd/kernels_simd.h"
-#include "compute/simd/simd_x86.h"
+#include "compute/simd/r8_x86.h"
 #include "compute/simd/tile_walk.h"
 
 #define R8_MAX_TOKS 4
 #define R8_CHAINS   2 /* float accumulators per token, alternating blocks (any T: same sums) */
 
-ADIL_INLINE __m512i bcast_u64(const void *p) {
-    long long v;
-    __builtin_memcpy(&v, p, 8);
-    return _mm512_set1_epi64(v);
-}
-
 ADIL_INLINE void r8_core(const adil_tile *t, const int T) {
     const int C = R8_CHAINS;
     const block_q8_0_r8 *x = (const block_q8_0_r8 *)t->w;
     const __m512i k128 = _mm512_set1_epi8((char)0x80);
-    const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
     __m512 acc[R8_MAX_TOKS][R8_CHAINS]; /* row r: lanes 2r, 2r + 1 */
     for (int k = 0; k < T; k++)
         for (int c = 0; c < C; c++) acc[k][c] = _mm512_setzero_ps();
     for (int64_t i = 0; i < t->n / ADIL_QK; i++) {
         const block_q8_0_r8 *b = x + i;
-        const __m512 d = _mm512_permutexvar_ps(
-            pairs, _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b->d))));
+        const __m512 d = r8_row_pairs(b->d);
         const __m512i w[4] = {_mm512_loadu_si512(b->qs[0]), _mm512_loadu_si512(b->qs[1]),
                               _mm512_loadu_si512(b->qs[2]), _mm512_loadu_si512(b->qs[3])};
         for (int k = 0; k < T; k++) {
             const block_q8_0 *y = (const block_q8_0 *)(t->act + (size_t)k * t->act_stride) + i;
             __m512i dot = _mm512_setzero_si512(), fix = _mm512_setzero_si512();
             for (int c = 0; c < 4; c++) {
-                const __m512i a = bcast_u64(y->qs + 8 * c);
+                const __m512i a = r8_bcast_u64(y->qs + 8 * c);
                 dot = _mm512_dpbusd_epi32(dot, w[c], a);
                 fix = _mm512_dpbusd_epi32(fix, k128, a);
             }
@@ -49,14 +41,10 @@ ADIL_INLINE void r8_core(const adil_tile *t, const int T) {
                                  _mm512_mul_ps(d, _mm512_set1_ps(simd_fp16(y->d))), *s);
         }
     }
-    const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-    const __m512i odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0);
     for (int k = 0; k < T; k++) {
         __m512 a = acc[k][0];
         for (int c = 1; c < C; c++) a = _mm512_add_ps(a, acc[k][c]);
-        const __m256 e = _mm512_castps512_ps256(_mm512_permutexvar_ps(evens, a));
-        const __m256 o = _mm512_castps512_ps256(_mm512_permutexvar_ps(odds, a));
-        _mm256_storeu_ps(t->y + (size_t)k * t->y_stride, _mm256_add_ps(e, o));
+        _mm256_storeu_ps(t->y + (size_t)k * t->y_stride, r8_pair_sums(a));
     }
 }
 
