@@ -10,9 +10,11 @@ bench/cuda/run_on_gpu.sh runs them on a GPU."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -61,11 +63,22 @@ def test_auto_is_the_cpu_bit_for_bit(tiny: Path) -> None:
     np.testing.assert_array_equal(_logits(tiny, None), _logits(tiny, "cpu"))
 
 
-def test_auto_falls_back_silently_without_a_driver(tiny: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   recwarn: pytest.WarningsRecorder) -> None:
+def test_auto_falls_back_silently_without_a_driver(tiny: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ADIL_CUDA_DRIVER", "/nonexistent/libcuda.so.1")
-    assert _logits(tiny, "auto").shape[0] > 0
-    assert len(recwarn) == 0
+    # Garbage left by earlier tests is collected first, and the collector stays off while the
+    # fallback runs: a finalizer of someone else's object (an unclosed socket's ResourceWarning)
+    # once landed in this recording. Whatever the fallback itself warns, or leaks, still shows:
+    # its own objects are freed by reference counting before the recording ends.
+    gc.collect()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        gc.disable()
+        try:
+            assert _logits(tiny, "auto").shape[0] > 0
+        finally:
+            gc.enable()
+    assert [f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in seen] == []
 
 
 def test_cuda_is_refused_with_a_reason_on_this_machine() -> None:
