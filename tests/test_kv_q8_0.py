@@ -21,8 +21,10 @@ On the real gemma3-270m (which amplifies tiny differences: rounding only the
 KV cache to f16 moves its logits by up to 1.5, test_model_gemma_real.py) the
 q8_0 cache is held to the llama.cpp fixture rule (llamacpp_compare.py: the
 top-10 logits within 0.8 on average and 3.5 at any position, the best token
-within 2.0 of our max) against our f32 and f16 caches, and against
-llama.cpp's own logits.
+within 2.0 of our max) against llama.cpp's own logits, and its error against
+our f32 cache to Q8_0_VS_F16_ERROR = 1.5 times the f16 cache's (+ 0.5 at the
+largest, + 0.1 on average; observed at the AVX2 level: the largest error at
+most 1.48 times f16's, 1.02 against 0.69 on "2 + 2 =").
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from adil.cli import main as cli_main
 
 TOL_KV_Q8_0 = 5e-3
 TOL_Q8_0_VS_EXACT = 5e-2
+Q8_0_VS_F16_ERROR = 1.5
 PROMPT_LEN = 64
 MOE_ARCHITECTURES = ("qwen3moe", "gpt-oss")
 GREEDY = adil.Sampling(temperature=0.0)
@@ -247,24 +250,29 @@ def test_cli_kv_type(tiny_dir: Path, capsys: pytest.CaptureFixture[str]) -> None
 @pytest.mark.skipif(not HAS_GEMMA, reason="the gemma3-270m model package is not installed")
 def test_gemma3_270m_q8_0_cache(engine: adil.Engine) -> None:
     """The fixture prompts' logits with a q8_0 cache, by the llama.cpp rule,
-    against our default f16 cache (its top-10 standing for llama.cpp's) and
-    against llama.cpp's recorded logits.  Not against our f32 cache by that
-    rule: gemma3-270m amplifies rounding, and with the Q8_0 weights in the
-    8-row layout one position of the JSON prompt is 3.59 off (the rule's
-    3.5; 2.58 with the file's layout; the mean 0.38 against 0.8)."""
+    against llama.cpp's recorded logits; and "quality checked against f16"
+    (issue 14) as errors against our f32 cache, the exact one: on the top-10
+    of f32 at each position, the q8_0 cache's largest and mean error are at
+    most Q8_0_VS_F16_ERROR times the f16 cache's plus a margin.  Not q8_0
+    against f16 by the llama.cpp rule: gemma3-270m amplifies rounding, and
+    two caches that each round differ by the sum of both errors (the JSON
+    prompt on an AVX2 machine: q8_0 3.27 from f32, f16 3.37 from f32, and
+    3.58 from each other, past the rule's 3.5)."""
     fixture = GEMMA_FIXTURES / "logits.json"
     if not fixture.is_file():
         pytest.skip(f"fixture {fixture} not recorded")
     cases = json.loads(fixture.read_text())["cases"]
     path = adil.models.path("gemma3-270m")
     logits: dict[str, list[np.ndarray]] = {}
-    for kv_type in ("q8_0", "f16"):
+    for kv_type in ("q8_0", "f16", "f32"):
         with engine.load_model(path, threads=2, context_length=512, kv_type=kv_type) as model:
             logits[kv_type] = [model.logits(case["ids"]) for case in cases]
     for i, case in enumerate(cases):
-        q8 = logits["q8_0"][i]
-        top_logit_diffs(q8, case["top"], f"q8_0 vs llama.cpp: {case['prompt']}")
-        for exact_type in ("f16",):
-            exact = logits[exact_type][i]
-            tops = [[[int(t), float(row[t])] for t in np.argsort(-row)[:10]] for row in exact]
-            top_logit_diffs(q8, tops, f"q8_0 vs {exact_type}: {case['prompt']}")
+        top_logit_diffs(logits["q8_0"][i], case["top"], f"q8_0 vs llama.cpp: {case['prompt']}")
+        exact = logits["f32"][i]
+        top = np.argsort(-exact, axis=1)[:, :10]
+        err = {kv: np.abs(np.take_along_axis(logits[kv][i] - exact, top, 1))
+               for kv in ("q8_0", "f16")}
+        for stat, margin in ((np.max, 0.5), (np.mean, 0.1)):
+            q8, f16 = float(stat(err["q8_0"])), float(stat(err["f16"]))
+            assert q8 <= Q8_0_VS_F16_ERROR * f16 + margin, (case["prompt"], stat.__name__, q8, f16)
