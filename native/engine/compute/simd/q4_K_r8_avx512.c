@@ -3,13 +3,15 @@
  * the avx512 level: one zmm holds chunk c of the 8 rows (8 level bytes of
  * each, one row per qword), so
  *   - the activation bytes that chunk meets are one broadcast qword,
- *   - maddubs gives each row 4 int16 pair sums in its own qword, and
- *   - vpdpwssd multiplies them by that row's sub-block scale (the row's
- *     scale byte in its qword's 4 int16 lanes) into 2 int32 lanes per row,
- * all in integers per super-block as in the scalar reference; the offset
- * (dmin * sum of mins * block sums) is one int32 lane per row.  Then d and
- * dmin of the 8 rows are applied as vectors, and the 8 results of a token
- * are one store.
+ *   - vpdpbusd adds each row's 4-byte products into the 2 int32 lanes of its
+ *     qword, over the 4 chunks of a sub-block (at most 16 * 15 * 128 < 2^15,
+ *     so each lane's sum is an int16 sign-extended to 32 bits), and
+ *   - one vpdpwssd per sub-block multiplies those lanes' low int16 by that
+ *     row's scale (high int16 by 0) into the row's 2 int32 accumulators,
+ * one multiply per chunk and a quarter, all in integers per super-block as in
+ * the scalar reference (so exact, in any order); the offset (dmin * sum of
+ * mins * block sums) is one int32 lane per row.  Then d and dmin of the 8
+ * rows are applied as vectors, and the 8 results of a token are one store.
  */
 #include "compute/repack.h"
 #include "compute/simd/kernels_simd.h"
@@ -23,14 +25,15 @@
  * order, so results do not depend on it. */
 #define R8_CHAINS 4
 
-/* Byte r of a broadcast qword into the 4 int16 lanes of qword r (in-lane
- * shuffle: qword r sits in 128-bit lane r / 2, whose bytes 0..7 are the 8
- * bytes). */
+/* Byte r of a broadcast qword into the low int16 of both dwords of qword r,
+ * zero elsewhere (in-lane shuffle: qword r sits in 128-bit lane r / 2, whose
+ * bytes 0..7 are the 8 bytes), to meet a dword that holds an int16. */
+#define Z 128
 static const uint8_t PICK_ROW[64] = {
-    0, 128, 0, 128, 0, 128, 0, 128, 1, 128, 1, 128, 1, 128, 1, 128, 2, 128, 2, 128, 2, 128,
-    2, 128, 3, 128, 3, 128, 3, 128, 3, 128, 4, 128, 4, 128, 4, 128, 4, 128, 5, 128, 5, 128,
-    5, 128, 5, 128, 6, 128, 6, 128, 6, 128, 6, 128, 7, 128, 7, 128, 7, 128, 7, 128,
+    0, Z, Z, Z, 0, Z, Z, Z, 1, Z, Z, Z, 1, Z, Z, Z, 2, Z, Z, Z, 2, Z, Z, Z, 3, Z, Z, Z, 3, Z, Z, Z,
+    4, Z, Z, Z, 4, Z, Z, Z, 5, Z, Z, Z, 5, Z, Z, Z, 6, Z, Z, Z, 6, Z, Z, Z, 7, Z, Z, Z, 7, Z, Z, Z,
 };
+#undef Z
 
 /* The sums of mins * block sums of the 8 rows for activation block y: one
  * int32 lane per row.  hadd gives the sub-block sums bp[j] as int16, pair
@@ -65,21 +68,24 @@ ADIL_INLINE void r8_core(const adil_tile *t, const int T) {
             for (int c = 0; c < C; c++) dots[k][c] = _mm512_setzero_si512();
         }
         for (int h = 0; h < 4; h++) { /* sub-blocks 2h (low nibbles) and 2h + 1 */
-            const __m512i sc_lo = _mm512_shuffle_epi8(r8_bcast_u64(b->scales[2 * h]), pick);
-            const __m512i sc_hi = _mm512_shuffle_epi8(r8_bcast_u64(b->scales[2 * h + 1]), pick);
+            __m512i sub[R8_MAX_TOKS][2];
+            for (int k = 0; k < T; k++) sub[k][0] = sub[k][1] = _mm512_setzero_si512();
             for (int q = 0; q < 4; q++) {
-                const int c = 4 * h + q;
-                const __m512i v = _mm512_loadu_si512(b->qs[c]);
+                const __m512i v = _mm512_loadu_si512(b->qs[4 * h + q]);
                 const __m512i lo = _mm512_and_si512(v, low4);
                 const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
                 for (int k = 0; k < T; k++) {
                     const int8_t *a = kq_act(t, k, i)->qs + 64 * h + 8 * q;
-                    __m512i *d = dots[k];
-                    d[2 * c % C] =
-                        _mm512_dpwssd_epi32(d[2 * c % C], _mm512_maddubs_epi16(lo, r8_bcast_u64(a)), sc_lo);
-                    d[(2 * c + 1) % C] = _mm512_dpwssd_epi32(
-                        d[(2 * c + 1) % C], _mm512_maddubs_epi16(hi, r8_bcast_u64(a + 32)), sc_hi);
+                    sub[k][0] = _mm512_dpbusd_epi32(sub[k][0], lo, r8_bcast_u64(a));
+                    sub[k][1] = _mm512_dpbusd_epi32(sub[k][1], hi, r8_bcast_u64(a + 32));
                 }
+            }
+            const __m512i sc_lo = _mm512_shuffle_epi8(r8_bcast_u64(b->scales[2 * h]), pick);
+            const __m512i sc_hi = _mm512_shuffle_epi8(r8_bcast_u64(b->scales[2 * h + 1]), pick);
+            for (int k = 0; k < T; k++) {
+                __m512i *d = dots[k];
+                d[(2 * h) % C] = _mm512_dpwssd_epi32(d[(2 * h) % C], sub[k][0], sc_lo);
+                d[(2 * h + 1) % C] = _mm512_dpwssd_epi32(d[(2 * h + 1) % C], sub[k][1], sc_hi);
             }
         }
         const __m512 d = r8_row_pairs(b->d);
