@@ -1,5 +1,5 @@
 /*
- * test_repack.c — the 8-row layouts of Q4_K and Q8_0 (compute/repack.h):
+ * test_repack.c — the 8-row layouts of Q4_K, Q8_0 and Q5_0 (compute/repack.h):
  *   - repacking then unpacking gives back every row bit for bit;
  *   - the reference tile kernel equals the scalar vec_dot of the unpacked
  *     rows bit for bit (same arithmetic);
@@ -46,7 +46,7 @@ static void random_rows(uint32_t type, uint8_t *rows, int64_t n_blocks) {
             memcpy(raw + offsetof(block_q4_K, d), &d, 2);
             memcpy(raw + offsetof(block_q4_K, dmin), &dmin, 2);
         } else {
-            memcpy(raw + offsetof(block_q8_0, d), &d, 2);
+            memcpy(raw, &d, 2); /* Q8_0 and Q5_0: d first */
         }
     }
 }
@@ -88,7 +88,9 @@ static size_t r8_row(uint32_t type) {
 static size_t file_row(uint32_t type) { return adil_row_size(type, COLS); }
 
 static adil_tile_dot_fn reference(uint32_t type) {
-    return type == ADIL_WT_Q4_K ? adil_tile_q4_K_r8_ref : adil_tile_q8_0_r8_ref;
+    return type == ADIL_WT_Q4_K   ? adil_tile_q4_K_r8_ref
+           : type == ADIL_WT_Q8_0 ? adil_tile_q8_0_r8_ref
+                                  : adil_tile_q5_0_r8_ref;
 }
 
 static adil_tile tile_of(uint32_t type, const void *w, const uint8_t *a, int64_t n_rows, int64_t n_tok,
@@ -252,7 +254,7 @@ static void test_product(uint32_t type, int64_t rows, int64_t cols, int64_t n_to
 }
 
 int main(void) {
-    const uint32_t types[] = {ADIL_WT_Q4_K, ADIL_WT_Q8_0};
+    const uint32_t types[] = {ADIL_WT_Q4_K, ADIL_WT_Q8_0, ADIL_WT_Q5_0};
     uint8_t *rows = malloc((size_t)ROWS * MAX_ROW_BYTES);
     void *packed = malloc((size_t)ROWS * MAX_ROW_BYTES);
     uint8_t *acts = malloc((size_t)TOKS * MAX_ROW_BYTES);

@@ -87,7 +87,7 @@ static const kernel_override AVX512_KERNELS[] = {
     {ADIL_WT_BF16, NULL, adil_vec_dot_bf16_avx512, NULL, NULL},
     {ADIL_WT_Q8_0, NULL, adil_vec_dot_q8_0_avx512, adil_tile_q8_0_avx512, adil_tile_q8_0_r8_avx512},
     {ADIL_WT_Q4_0, NULL, adil_vec_dot_q4_0_avx512, adil_tile_q4_0_avx512, NULL},
-    {ADIL_WT_Q5_0, NULL, adil_vec_dot_q5_0_avx512, adil_tile_q5_0_avx512, NULL},
+    {ADIL_WT_Q5_0, NULL, adil_vec_dot_q5_0_avx512, adil_tile_q5_0_avx512, adil_tile_q5_0_r8_avx512},
     {ADIL_WT_Q4_1, NULL, adil_vec_dot_q4_1_avx512, adil_tile_q4_1_avx512, NULL},
     {ADIL_WT_Q5_1, NULL, adil_vec_dot_q5_1_avx512, adil_tile_q5_1_avx512, NULL},
     {ADIL_WT_IQ4_NL, NULL, adil_vec_dot_iq4_nl_avx512, adil_tile_iq4_nl_avx512, NULL},

@@ -1,5 +1,5 @@
 /*
- * repack.c — the 8-row layouts of Q4_K and Q8_0 (see repack.h): the
+ * repack.c — the 8-row layouts of Q4_K, Q8_0 and Q5_0 (see repack.h): the
  * conversion both ways and the reference tile kernels.
  */
 #include "compute/repack.h"
@@ -181,14 +181,73 @@ void adil_tile_q8_0_r8_ref(const adil_tile *t) {
     }
 }
 
+/* ---- Q5_0 ------------------------------------------------------------------------ */
+
+static void repack_q5_0(const void *src, void *dst, int64_t cols, int64_t g0, int64_t g1) {
+    const int64_t nb = cols / ADIL_QK;
+    const block_q5_0 *rows = src;
+    block_q5_0_r8 *groups = dst;
+    for (int64_t g = g0; g < g1; g++)
+        for (int64_t i = 0; i < nb; i++) {
+            block_q5_0_r8 *out = groups + g * nb + i;
+            for (int r = 0; r < ADIL_R8_ROWS; r++) {
+                const block_q5_0 *x = rows + (g * ADIL_R8_ROWS + r) * nb + i;
+                out->d[r] = x->d;
+                for (int j = 0; j < 4; j++) out->qh[j][r] = x->qh[j];
+                for (int c = 0; c < 2; c++) memcpy(out->qs[c][r], x->qs + 8 * c, 8);
+            }
+        }
+}
+
+static void unpack_row_q5_0(const void *data, int64_t cols, int64_t r, void *dst) {
+    const int64_t nb = cols / ADIL_QK;
+    const block_q5_0_r8 *g = (const block_q5_0_r8 *)data + (r / ADIL_R8_ROWS) * nb;
+    const int k = (int)(r % ADIL_R8_ROWS);
+    block_q5_0 *out = dst;
+    for (int64_t i = 0; i < nb; i++) {
+        out[i].d = g[i].d[k];
+        for (int j = 0; j < 4; j++) out[i].qh[j] = g[i].qh[j][k];
+        for (int c = 0; c < 2; c++) memcpy(out[i].qs + 8 * c, g[i].qs[c][k], 8);
+    }
+}
+
+/* Level e (0 .. 31) of row k of block x: quant_legacy.c's Q5_0 arithmetic. */
+static int q5_0_level(const block_q5_0_r8 *x, int k, int e) {
+    const int half = e / 16, j = e % 16; /* nibble half of qs byte j */
+    const int nibble = (x->qs[j / 8][k][j % 8] >> (4 * half)) & 0x0F;
+    const int fifth = (x->qh[e / 8][k] >> (e % 8)) & 1;
+    return (nibble | fifth << 4) - 16;
+}
+
+void adil_tile_q5_0_r8_ref(const adil_tile *t) {
+    const int64_t nb = t->n / ADIL_QK;
+    for (int64_t r0 = 0; r0 < t->n_rows; r0 += ADIL_R8_ROWS) {
+        const block_q5_0_r8 *g = (const block_q5_0_r8 *)(t->w + (size_t)r0 * t->w_stride);
+        for (int64_t tok = 0; tok < t->n_tok; tok++) {
+            const block_q8_0 *y = (const block_q8_0 *)(t->act + (size_t)tok * t->act_stride);
+            for (int k = 0; k < ADIL_R8_ROWS; k++) {
+                float sum = 0.0f;
+                for (int64_t i = 0; i < nb; i++) { /* quant_legacy.c's Q5_0 vec_dot */
+                    int s = 0;
+                    for (int e = 0; e < ADIL_QK; e++) s += q5_0_level(g + i, k, e) * y[i].qs[e];
+                    sum += (float)s * (adil_fp16_to_f32(g[i].d[k]) * adil_fp16_to_f32(y[i].d));
+                }
+                t->y[(size_t)tok * t->y_stride + (size_t)(r0 + k)] = sum;
+            }
+        }
+    }
+}
+
 /* ---- by type ------------------------------------------------------------------- */
 
 void adil_repack(uint32_t type, const void *src, void *dst, int64_t cols, int64_t g0, int64_t g1) {
     if (type == ADIL_WT_Q4_K) repack_q4_K(src, dst, cols, g0, g1);
     if (type == ADIL_WT_Q8_0) repack_q8_0(src, dst, cols, g0, g1);
+    if (type == ADIL_WT_Q5_0) repack_q5_0(src, dst, cols, g0, g1);
 }
 
 void adil_unpack_row(uint32_t type, const void *data, int64_t cols, int64_t r, void *dst) {
     if (type == ADIL_WT_Q4_K) unpack_row_q4_K(data, cols, r, dst);
     if (type == ADIL_WT_Q8_0) unpack_row_q8_0(data, cols, r, dst);
+    if (type == ADIL_WT_Q5_0) unpack_row_q5_0(data, cols, r, dst);
 }

@@ -8,14 +8,15 @@
  * lanes, and the 8 results are one store: a quarter of the instructions per
  * multiply-add in decode, and the activations are loaded once per 8 rows.
  *
- * Rows r = 8g .. 8g + 7 (group g) of a Q4_K or Q8_0 weight become, per
- * (super-)block i, one block_q4_K_r8 / block_q8_0_r8 at group g's block i:
+ * Rows r = 8g .. 8g + 7 (group g) of a Q4_K, Q8_0 or Q5_0 weight become, per
+ * (super-)block i, one block_q4_K_r8 / block_q8_0_r8 / block_q5_0_r8 at group
+ * g's block i:
  * groups one after another, the blocks of a group in column order.  So a
  * group takes exactly 8 rows of the layout's row bytes per super-block, and
  * row 8g starts at 8g * (bytes per row), as in the row-major layout.  Q4_K's
  * scales and mins are stored unpacked (one byte each), which the kernels
  * would otherwise unpack for every super-block and row: 148 bytes per row
- * and super-block instead of 144; Q8_0 keeps its 34 per block.
+ * and super-block instead of 144; Q8_0 keeps its 34 per block, Q5_0 its 22.
  *
  * Results are those of the same arithmetic as the scalar reference
  * (integer sums per super-block, then d * sum - dmin * msum in float), in a
@@ -60,6 +61,18 @@ typedef struct {
 } block_q8_0_r8;
 _Static_assert(sizeof(block_q8_0_r8) == 8 * sizeof(block_q8_0), "block_q8_0_r8 size");
 
+/* Q5_0, 8 rows: row r's d, its fifth bits by byte (qh[j][r] = byte j of row
+ * r's qh: elements 8j .. 8j + 7, so one 64-bit load is the byte mask of a
+ * chunk's 8 rows) and its 16 level bytes in 2 chunks of 8: qs[c][r][b] = byte
+ * 8c + b of row r's qs (low nibble element 8c + b, high nibble 16 + 8c + b).
+ * As many bytes as the file's 8 rows. */
+typedef struct {
+    adil_fp16 d[ADIL_R8_ROWS];
+    uint8_t qh[4][ADIL_R8_ROWS];
+    uint8_t qs[2][ADIL_R8_ROWS][8];
+} block_q5_0_r8;
+_Static_assert(sizeof(block_q5_0_r8) == 8 * sizeof(block_q5_0), "block_q5_0_r8 size");
+
 /* Bytes from one row of w to the next (of a group's share, for R8). */
 size_t adil_weight_row_bytes(const adil_weight *w);
 
@@ -81,8 +94,8 @@ int64_t adil_layout_row_align(const adil_weight *w);
  * of 8, cols of the block size). */
 size_t adil_repack_bytes(uint32_t type, int64_t rows, int64_t cols);
 
-/* Groups [g0, g1) of the row-major weight src (rows, cols) of `type` (Q4_K or
- * Q8_0) into dst, laid out as above (the whole weight is groups 0 ..
+/* Groups [g0, g1) of the row-major weight src (rows, cols) of `type` (Q4_K,
+ * Q8_0 or Q5_0) into dst, laid out as above (the whole weight is groups 0 ..
  * rows / 8). */
 void adil_repack(uint32_t type, const void *src, void *dst, int64_t cols, int64_t g0, int64_t g1);
 
@@ -95,5 +108,6 @@ void adil_unpack_row(uint32_t type, const void *data, int64_t cols, int64_t r, v
  * 8, w at a group's first row, w_stride the layout's row bytes. */
 void adil_tile_q4_K_r8_ref(const adil_tile *t);
 void adil_tile_q8_0_r8_ref(const adil_tile *t);
+void adil_tile_q5_0_r8_ref(const adil_tile *t);
 
 #endif /* ADIL_REPACK_H */

@@ -69,6 +69,7 @@ float adil_vec_dot_iq4_nl_avx512(int64_t n, const void *w, const void *a);
 float adil_vec_dot_mxfp4_avx512(int64_t n, const void *w, const void *a);
 void adil_tile_q8_0_avx512(const adil_tile *t);
 void adil_tile_q8_0_r8_avx512(const adil_tile *t); /* 8-row layout, compute/repack.h */
+void adil_tile_q5_0_r8_avx512(const adil_tile *t); /* 8-row layout */
 void adil_tile_q4_0_avx512(const adil_tile *t);
 void adil_tile_q5_0_avx512(const adil_tile *t);
 void adil_tile_q4_1_avx512(const adil_tile *t);

@@ -1,0 +1,80 @@
+/*
+ * r8_q8_0_acts.h — the activation side of the 8-row kernels whose
+ * activations are Q8_0 blocks (q8_0_r8_avx512.c, q5_0_r8_avx512.c), formed
+ * once per tile instead of once per 8-row group.
+ *
+ * Their weights are unsigned levels u = q + o for vpdpbusd (Q8_0 stored as
+ * q + 128, Q5_0's 5-bit levels with o = 16), so a block's integer dot is
+ * sum(u * a) - o * sum(a).  The correction depends on the token's block only:
+ * the walk below forms it for every (token, block) of a run of tokens, as the
+ * qword (-o * s0, -o * s1), s0 the sum of the activations that meet the low
+ * dword of a row's qword (bytes 0..3 of each 8-byte chunk), s1 of those that
+ * meet the high one (bytes 4..7); one broadcast puts it into every row's pair
+ * of int32 lanes, and each core starts its vpdpbusd from it.  That saves the
+ * 4 vpdpbusd per block and token that forming it inside every 8-row
+ * group costs.  The activation's d is converted once here too.  Include only
+ * from files compiled with AVX-512.
+ */
+#ifndef ADIL_R8_Q8_0_ACTS_H
+#define ADIL_R8_Q8_0_ACTS_H
+
+#include "compute/simd/r8_x86.h"
+#include "compute/simd/tile_walk.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define R8_ACT_BLOCKS 2048 /* (token, block) pairs formed on the stack: 32 KiB */
+
+typedef struct r8_act {
+    int64_t fix; /* dwords -o * s0, -o * s1 */
+    float d;     /* the block's d_a */
+} r8_act;
+
+ADIL_INLINE r8_act r8_act_of(const block_q8_0 *y, int o) {
+    const __m256i a = _mm256_loadu_si256((const __m256i *)y->qs);
+    /* dword j: the sum of bytes 4j .. 4j + 3; even j meet low dwords, odd j high ones */
+    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), a);
+    __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    h = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h)); /* qword 0: (s0, s1) */
+    h = _mm_mullo_epi32(h, _mm_set1_epi32(-o));     /* |o * s| <= 128 * 2048 */
+    const r8_act r = {_mm_cvtsi128_si64(h), simd_fp16(y->d)};
+    return r;
+}
+
+/* A core: the 8 rows of t (at w) times its T tokens (at act), T fixed per
+ * core; pre holds the tokens' r8_act, token k's block i at pre[k * nb + i],
+ * or is NULL (blocks too many for the stack): the core forms each itself,
+ * the same values. */
+typedef void (*r8_q8_0_core)(const adil_tile *t, const r8_act *pre);
+
+/* Covers the tile: runs of as many tokens as R8_ACT_BLOCKS allows, their
+ * r8_act formed first; in each run the 8-row groups one after another (a
+ * group's weights are read once per run), each with `full` (max_toks
+ * tokens) and then `one` for the tokens left. */
+ADIL_INLINE void r8_q8_0_walk(const adil_tile *t, int o, int max_toks, r8_q8_0_core full, r8_q8_0_core one) {
+    const int64_t nb = t->n / ADIL_QK;
+    r8_act pre[R8_ACT_BLOCKS];
+    const int64_t run = nb <= R8_ACT_BLOCKS ? R8_ACT_BLOCKS / nb : t->n_tok;
+    for (int64_t k0 = 0; k0 < t->n_tok; k0 += run) {
+        const int64_t k1 = k0 + run < t->n_tok ? k0 + run : t->n_tok;
+        const bool formed = nb <= R8_ACT_BLOCKS;
+        for (int64_t k = k0; formed && k < k1; k++) {
+            const block_q8_0 *y = (const block_q8_0 *)(t->act + (size_t)k * t->act_stride);
+            for (int64_t i = 0; i < nb; i++) pre[(k - k0) * nb + i] = r8_act_of(y + i, o);
+        }
+        for (int64_t r0 = 0; r0 < t->n_rows; r0 += ADIL_R8_ROWS) {
+            for (int64_t k = k0; k < k1;) {
+                const int T = k1 - k >= max_toks ? max_toks : 1;
+                adil_tile s = *t;
+                s.w += (size_t)r0 * t->w_stride;
+                s.act += (size_t)k * t->act_stride;
+                s.y += (size_t)k * t->y_stride + (size_t)r0;
+                (T == max_toks ? full : one)(&s, formed ? pre + (k - k0) * nb : NULL);
+                k += T;
+            }
+        }
+    }
+}
+
+#endif /* ADIL_R8_Q8_0_ACTS_H */
