@@ -92,6 +92,10 @@ static void attend_row(const adil_att_tile *t, int r, float *s) {
     }
     if (t->has_sinks) sum += expf(t->sink[r] - max);
     const float inv = (float)(1.0 / sum);
+    if (t->part_max != NULL) {
+        t->part_max[r] = max;
+        t->part_sum[r] = (float)sum;
+    }
     float *o = t->o[r];
     memset(o, 0, (size_t)t->head_dim_v * sizeof(float));
     for (int64_t p = first; p <= last; p++) add_value(t, o, s[p - first] * inv, adil_att_row(&rows, p));
@@ -99,6 +103,28 @@ static void attend_row(const adil_att_tile *t, int r, float *s) {
 
 static void attend_scalar(const adil_att_tile *t) {
     for (int r = 0; r < t->n_rows; r++) attend_row(t, r, t->scratch);
+}
+
+void adil_att_fold(adil_att_state *acc, const float *o, float max, float sum, int64_t dv) {
+    if (acc->sum == 0.0f) { /* the first part */
+        memcpy(acc->o, o, (size_t)dv * sizeof(float));
+        acc->max = max;
+        acc->sum = sum;
+        return;
+    }
+    const float m = max > acc->max ? max : acc->max;
+    const float a = acc->sum * expf(acc->max - m), b = sum * expf(max - m);
+    const float inv = 1.0f / (a + b), wa = a * inv, wb = b * inv;
+    for (int64_t i = 0; i < dv; i++) acc->o[i] = acc->o[i] * wa + o[i] * wb;
+    acc->max = m;
+    acc->sum = a + b;
+}
+
+void adil_att_fold_sink(adil_att_state *acc, float sink, int64_t dv) {
+    const float m = sink > acc->max ? sink : acc->max;
+    const float a = acc->sum * expf(acc->max - m);
+    const float wa = a / (a + expf(sink - m));
+    for (int64_t i = 0; i < dv; i++) acc->o[i] *= wa;
 }
 
 static const adil_att_fn LEVELS[ADIL_CPU_LEVEL_COUNT] = {

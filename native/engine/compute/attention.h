@@ -78,7 +78,33 @@ typedef struct adil_att_tile {
     float sink[ADIL_ATT_MAX_ROWS];
     /* ADIL_ATT_MAX_ROWS * (max last - min first + 1) floats, clobbered */
     float *scratch;
+    /* Non-NULL: row r's softmax max and sum (sink included, if any) into
+     * part_max[r] and part_sum[r], for adil_att_fold (o is normalized by
+     * that sum as always). */
+    float *part_max, *part_sum;
 } adil_att_tile;
+
+/* A row's range longer than ADIL_ATT_PART positions is computed in parts,
+ * cut at the multiples of ADIL_ATT_PART (of absolute positions, so a row's
+ * parts depend on its own range only), each part a tile without sinks, and
+ * the parts folded in ascending order (then the sink): the parts of a long
+ * range can run on different threads (decode), and a row's result is the
+ * same whichever tile computed it, in a batch or alone. */
+#define ADIL_ATT_PART 1024
+
+/* The running result of a row's parts: its output (head_dim_v floats, o
+ * normalized by sum), max and sum; sum 0 before the first part. */
+typedef struct adil_att_state {
+    float *o;
+    float max, sum;
+} adil_att_state;
+
+/* Folds a part's output o (normalized by its sum), max and sum into acc. */
+void adil_att_fold(adil_att_state *acc, const float *o, float max, float sum, int64_t dv);
+
+/* Folds a sink (a logit with no value) into acc: the last step of a row
+ * whose softmax has one. */
+void adil_att_fold_sink(adil_att_state *acc, float sink, int64_t dv);
 
 /* Rows of a tile's positions from `lo` on (lo .. lo + ring - 1 at most):
  * adil_att_row gives position p's with one compare, no division per key. */

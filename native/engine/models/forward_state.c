@@ -45,7 +45,7 @@ typedef struct fw_buffer {
     const char *what;
 } fw_buffer;
 
-#define FW_BUFFERS (10 + 2 * ADIL_ROPE_TABLES + 5)
+#define FW_BUFFERS (12 + 2 * ADIL_ROPE_TABLES + 5)
 
 /* The activation buffers for `m` with n_ctx positions, batches of n_batch
  * and nth threads: the one list that sizing and allocation both read.
@@ -62,6 +62,10 @@ static int fw_buffers(adil_forward *fw, const adil_hparams *hp, int64_t n_ctx, i
     out[n++] = (fw_buffer){&fw->v, n_batch, hp->n_head_kv * hp->head_dim_v, "v"};
     out[n++] = (fw_buffer){&fw->att, n_batch, hp->n_head * hp->head_dim_v, "att"};
     out[n++] = (fw_buffer){&fw->scores, nth * ADIL_ATT_MAX_ROWS, n_ctx, "scores"};
+    out[n++] = (fw_buffer){&fw->att_parts, hp->n_head * (n_ctx / ADIL_ATT_PART + 2), ADIL_ATT_PART_FLOATS(hp),
+                           "attention parts"};
+    out[n++] = (fw_buffer){&fw->att_part_rows, nth * ADIL_ATT_MAX_ROWS, ADIL_ATT_PART_FLOATS(hp),
+                           "attention part rows"};
     out[n++] = (fw_buffer){&fw->hb, n_batch, hp->n_ff, "hb"};
     out[n++] = (fw_buffer){&fw->hb2, n_batch, hp->n_ff, "hb2"};
     for (int i = 0; i < ADIL_ROPE_TABLES; i++) {
@@ -170,6 +174,8 @@ void adil_forward_free(adil_forward *fw) {
     free(fw->v);
     free(fw->att);
     free(fw->scores);
+    free(fw->att_parts);
+    free(fw->att_part_rows);
     free(fw->hb);
     free(fw->hb2);
     free(fw->moe_logits);

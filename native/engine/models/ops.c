@@ -164,9 +164,13 @@ void adil_rope_rows(adil_forward *fw, float *x, int64_t T, int64_t row_width, in
  * (compute/attention.h): the heads of one KV group for a few consecutive
  * tokens (group × tokens <= ADIL_ATT_MAX_ROWS rows), so each cached key and
  * value is read once for all of them.  Tiles are handed out to the threads
- * one at a time, the latest tokens (the most positions) first; every tile is
- * computed the same way whoever runs it, so the result does not depend on the
- * number of threads (adil_pool_for hands out one tile per chunk). */
+ * one at a time, the latest tokens (the most positions) first.  A row whose
+ * range is longer than ADIL_ATT_PART is computed in parts, folded in order
+ * (attention.h); in a decode those parts are the work items, so that the
+ * threads share one long range.  Every row is computed the same way whoever
+ * runs it and whichever tile it is in, so the result does not depend on the
+ * number of threads nor on the batch (adil_pool_for hands out one item per
+ * chunk). */
 typedef struct att_job {
     adil_forward *fw;
     const adil_hparams *hp;
@@ -181,11 +185,24 @@ typedef struct att_job {
     int64_t head_chunks; /* chunks of heads_per_tile per KV group */
     int64_t token_blocks;
     int64_t n_tiles;
+    int64_t n_parts; /* a decode cut into parts: parts per tile (items n_tiles * n_parts); else 1 */
 } att_job;
 
-/* Tile `item`: KV head, chunk of its query heads, block of tokens (the
- * last blocks first). */
-static void att_tile(const att_job *j, int64_t item, float *scratch) {
+/* Where part k of query head h of a decode goes in fw->att_parts. */
+static float *decode_part(const att_job *j, int64_t h, int64_t k) {
+    return j->fw->att_parts + (size_t)(h * j->n_parts + k) * (size_t)ADIL_ATT_PART_FLOATS(j->hp);
+}
+
+/* First position a row at position p sees. */
+static int64_t first_seen(const att_job *j, int64_t p) {
+    return (j->window > 0 && p - j->window + 1 > 0) ? p - j->window + 1 : 0;
+}
+
+static bool is_long(int64_t first, int64_t last) { return last - first + 1 > ADIL_ATT_PART; }
+
+/* Tile `item` % n_tiles: KV head, chunk of its query heads, block of tokens
+ * (the last blocks first), with every row's query, output and range. */
+static adil_att_tile att_tile_of(const att_job *j, int64_t item, float *scratch) {
     const adil_hparams *hp = j->hp;
     const adil_kv_cache *kv = &j->fw->kv;
     const int64_t group = hp->n_head / hp->n_head_kv;
@@ -212,22 +229,123 @@ static void att_tile(const att_job *j, int64_t item, float *scratch) {
     };
     for (int64_t tt = t0; tt < t1; tt++) {
         const int64_t p = j->pos0 + tt;
-        const int64_t first = (j->window > 0 && p - j->window + 1 > 0) ? p - j->window + 1 : 0;
         for (int64_t h = h0; h < h1; h++) {
             t.q[t.n_rows] = j->q + (tt * hp->n_head + h) * hp->head_dim;
             t.o[t.n_rows] = j->out + (tt * hp->n_head + h) * hp->head_dim_v;
-            t.first[t.n_rows] = first;
+            t.first[t.n_rows] = first_seen(j, p);
             t.last[t.n_rows] = p;
             if (j->sinks) t.sink[t.n_rows] = j->sinks[h];
             t.n_rows++;
         }
     }
-    j->kernel(&t);
+    return t;
+}
+
+/* The rows of t that `keep` selects, into sub (the same keys and values),
+ * their ranges cut to [lo, hi]; sub gets no rows when none is kept. */
+static void sub_tile(const adil_att_tile *t, const bool keep[ADIL_ATT_MAX_ROWS], int64_t lo, int64_t hi,
+                     adil_att_tile *sub, int idx[ADIL_ATT_MAX_ROWS]) {
+    *sub = *t;
+    sub->n_rows = 0;
+    for (int r = 0; r < t->n_rows; r++) {
+        const int64_t f = t->first[r] > lo ? t->first[r] : lo, l = t->last[r] < hi ? t->last[r] : hi;
+        if (!keep[r] || f > l) continue;
+        const int i = sub->n_rows++;
+        sub->q[i] = t->q[r];
+        sub->o[i] = t->o[r];
+        sub->first[i] = f;
+        sub->last[i] = l;
+        sub->sink[i] = t->sink[r];
+        idx[i] = r;
+    }
+}
+
+/* A batch's tile: its short rows at once, its long ones part by part,
+ * each part folded into the row's output as soon as it is computed. */
+static void att_batch_tile(const att_job *j, const adil_att_tile *t, float *part_rows) {
+    bool is_short[ADIL_ATT_MAX_ROWS], long_rows[ADIL_ATT_MAX_ROWS];
+    int64_t lo = INT64_MAX, hi = -1;
+    for (int r = 0; r < t->n_rows; r++) {
+        long_rows[r] = is_long(t->first[r], t->last[r]);
+        is_short[r] = !long_rows[r];
+        if (long_rows[r]) {
+            lo = t->first[r] < lo ? t->first[r] : lo;
+            hi = t->last[r] > hi ? t->last[r] : hi;
+        }
+    }
+    adil_att_tile sub;
+    int idx[ADIL_ATT_MAX_ROWS];
+    if (hi < 0) {
+        j->kernel(t);
+        return;
+    }
+    sub_tile(t, is_short, 0, INT64_MAX, &sub, idx);
+    if (sub.n_rows > 0) j->kernel(&sub);
+    const int64_t dv = j->hp->head_dim_v, stride = ADIL_ATT_PART_FLOATS(j->hp);
+    adil_att_state acc[ADIL_ATT_MAX_ROWS];
+    for (int r = 0; r < t->n_rows; r++) acc[r] = (adil_att_state){t->o[r], 0.0f, 0.0f};
+    float part_max[ADIL_ATT_MAX_ROWS], part_sum[ADIL_ATT_MAX_ROWS];
+    for (int64_t k = lo / ADIL_ATT_PART; k <= hi / ADIL_ATT_PART; k++) {
+        sub_tile(t, long_rows, k * ADIL_ATT_PART, k * ADIL_ATT_PART + ADIL_ATT_PART - 1, &sub, idx);
+        if (sub.n_rows == 0) continue;
+        sub.has_sinks = false;
+        sub.part_max = part_max;
+        sub.part_sum = part_sum;
+        for (int i = 0; i < sub.n_rows; i++) sub.o[i] = part_rows + (size_t)(i * stride);
+        j->kernel(&sub);
+        for (int i = 0; i < sub.n_rows; i++)
+            adil_att_fold(&acc[idx[i]], sub.o[i], part_max[i], part_sum[i], dv);
+    }
+    for (int r = 0; r < t->n_rows; r++)
+        if (long_rows[r] && t->has_sinks) adil_att_fold_sink(&acc[r], t->sink[r], dv);
+}
+
+/* Part k of a decode's tile (every row has the same range): into
+ * fw->att_parts, folded by adil_attention once all parts are done. */
+static void att_decode_part(const att_job *j, const adil_att_tile *t, int64_t k) {
+    const int64_t k0 = t->first[0] / ADIL_ATT_PART;
+    const int64_t lo = (k0 + k) * ADIL_ATT_PART, hi = lo + ADIL_ATT_PART - 1;
+    const int64_t h0 = (t->o[0] - j->out) / j->hp->head_dim_v, dv = j->hp->head_dim_v;
+    bool all[ADIL_ATT_MAX_ROWS];
+    for (int r = 0; r < t->n_rows; r++) all[r] = true;
+    adil_att_tile sub;
+    int idx[ADIL_ATT_MAX_ROWS];
+    float part_max[ADIL_ATT_MAX_ROWS], part_sum[ADIL_ATT_MAX_ROWS];
+    sub_tile(t, all, lo, hi, &sub, idx);
+    sub.has_sinks = false;
+    sub.part_max = part_max;
+    sub.part_sum = part_sum;
+    for (int i = 0; i < sub.n_rows; i++) sub.o[i] = decode_part(j, h0 + idx[i], k);
+    j->kernel(&sub);
+    for (int i = 0; i < sub.n_rows; i++) {
+        sub.o[i][dv] = part_max[i];
+        sub.o[i][dv + 1] = part_sum[i];
+    }
 }
 
 static void att_chunk(void *p, int64_t item, int ith) {
     const att_job *j = p;
-    att_tile(j, item, j->fw->scores + (size_t)ith * ADIL_ATT_MAX_ROWS * (size_t)j->fw->kv.n_ctx);
+    float *scratch = j->fw->scores + (size_t)ith * ADIL_ATT_MAX_ROWS * (size_t)j->fw->kv.n_ctx;
+    const adil_att_tile t = att_tile_of(j, item / j->n_parts, scratch);
+    if (j->n_parts > 1) {
+        att_decode_part(j, &t, item % j->n_parts);
+        return;
+    }
+    att_batch_tile(j, &t,
+                   j->fw->att_part_rows + (size_t)ith * ADIL_ATT_MAX_ROWS * ADIL_ATT_PART_FLOATS(j->hp));
+}
+
+/* A decode's parts folded into each head's output, in part order. */
+static void fold_decode_parts(const att_job *j) {
+    const int64_t dv = j->hp->head_dim_v;
+    for (int64_t h = 0; h < j->hp->n_head; h++) {
+        adil_att_state acc = {j->out + h * dv, 0.0f, 0.0f};
+        for (int64_t k = 0; k < j->n_parts; k++) {
+            const float *part = decode_part(j, h, k);
+            adil_att_fold(&acc, part, part[dv], part[dv + 1], dv);
+        }
+        if (j->sinks) adil_att_fold_sink(&acc, j->sinks[h], dv);
+    }
 }
 
 void adil_attention(adil_forward *fw, const adil_hparams *hp, int64_t il, const float *q, float *out,
@@ -243,9 +361,13 @@ void adil_attention(adil_forward *fw, const adil_hparams *hp, int64_t il, const 
                  .sinks = sinks,
                  .q = q,
                  .out = out,
-                 .kernel = adil_attention_kernel()};
+                 .kernel = adil_attention_kernel(),
+                 .n_parts = 1};
     j.heads_per_tile = group < ADIL_ATT_MAX_ROWS ? group : ADIL_ATT_MAX_ROWS;
-    if (T == 1) { /* decode: split a group's heads so every thread gets a tile */
+    const int64_t first = first_seen(&j, pos0);
+    if (T == 1 && is_long(first, pos0)) { /* decode of a long range: the parts are the items */
+        j.n_parts = pos0 / ADIL_ATT_PART - first / ADIL_ATT_PART + 1;
+    } else if (T == 1) { /* decode: split a group's heads so every thread gets a tile */
         const int64_t per_kv = adil_pool_n_threads(fw->pool) / hp->n_head_kv;
         const int64_t split = per_kv > 1 ? (group + per_kv - 1) / per_kv : group;
         j.heads_per_tile = split < j.heads_per_tile ? split : j.heads_per_tile;
@@ -254,7 +376,8 @@ void adil_attention(adil_forward *fw, const adil_hparams *hp, int64_t il, const 
     j.head_chunks = (group + j.heads_per_tile - 1) / j.heads_per_tile;
     j.token_blocks = (T + j.tokens_per_tile - 1) / j.tokens_per_tile;
     j.n_tiles = j.token_blocks * hp->n_head_kv * j.head_chunks;
-    adil_pool_for(fw->pool, j.n_tiles, att_chunk, &j);
+    adil_pool_for(fw->pool, j.n_tiles * j.n_parts, att_chunk, &j);
+    if (j.n_parts > 1) fold_decode_parts(&j);
 }
 
 /* ---- output ------------------------------------------------------------------------ */

@@ -46,8 +46,9 @@ void adil_rope_rows(adil_forward *fw, float *x, int64_t T, int64_t row_width, in
  * out is (T, n_head * head_dim_v); query head h reads KV head
  * h / (n_head / n_head_kv).  Scores are q·k * scale; sinks (n_head, may
  * be NULL) are per-head logits that join each softmax with no value
- * (gpt-oss, see compute/attention.h).  Runs on the pool, with fw->scores as
- * per-thread scratch. */
+ * (gpt-oss, see compute/attention.h).  Runs on the pool, with fw->scores and
+ * fw->att_part_rows as per-thread scratch; a decode's range longer than
+ * ADIL_ATT_PART is cut into parts that run in parallel (fw->att_parts). */
 void adil_attention(adil_forward *fw, const adil_hparams *hp, int64_t il, const float *q, float *out,
                     int64_t T, int64_t pos0, int64_t window, float scale, const float *sinks);
 

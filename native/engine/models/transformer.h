@@ -172,22 +172,30 @@ typedef struct adil_rope_table {
     float *cs, *sn; /* (n_batch, n_rot / 2) */
 } adil_rope_table;
 
+/* Floats of one part of a row's attention (adil_forward.att_parts): its
+ * output, max and sum. */
+#define ADIL_ATT_PART_FLOATS(hp) ((hp)->head_dim_v + 2)
+
 typedef struct adil_forward {
     adil_kv_cache kv;
     adil_pool *pool; /* threads of this context (may be NULL: one thread) */
     int64_t n_batch; /* most tokens evaluated at once */
     /* activations of one batch */
-    float *x;         /* (n_batch, n_embd) the residual stream */
-    float *xb;        /* (n_batch, n_embd) normed input of a block */
-    float *xb2;       /* (n_batch, n_embd) output of a block */
-    float *q;         /* (n_batch, n_head * head_dim) */
-    float *k;         /* (n_batch, n_head_kv * head_dim) */
-    float *v;         /* (n_batch, n_head_kv * head_dim_v) */
-    float *att;       /* (n_batch, n_head * head_dim_v) attention output */
-    float *scores;    /* (n_threads, ADIL_ATT_MAX_ROWS * kv.n_ctx) attention scratch */
-    float *hb;        /* (n_batch, n_ff) gate */
-    float *hb2;       /* (n_batch, n_ff) up */
-    void *mm_scratch; /* quantized activations for adil_matmul_group */
+    float *x;      /* (n_batch, n_embd) the residual stream */
+    float *xb;     /* (n_batch, n_embd) normed input of a block */
+    float *xb2;    /* (n_batch, n_embd) output of a block */
+    float *q;      /* (n_batch, n_head * head_dim) */
+    float *k;      /* (n_batch, n_head_kv * head_dim) */
+    float *v;      /* (n_batch, n_head_kv * head_dim_v) */
+    float *att;    /* (n_batch, n_head * head_dim_v) attention output */
+    float *scores; /* (n_threads, ADIL_ATT_MAX_ROWS * kv.n_ctx) attention scratch */
+    /* a long range's parts (compute/attention.h): each an output row of
+     * head_dim_v floats, its max and its sum (ADIL_ATT_PART_FLOATS) */
+    float *att_parts;     /* (n_head * (n_ctx / ADIL_ATT_PART + 2)) one decode's parts */
+    float *att_part_rows; /* (n_threads * ADIL_ATT_MAX_ROWS) a tile's part in a batch */
+    float *hb;            /* (n_batch, n_ff) gate */
+    float *hb2;           /* (n_batch, n_ff) up */
+    void *mm_scratch;     /* quantized activations for adil_matmul_group */
     size_t mm_scratch_size;
 
     /* mixture of experts (NULL without experts); A = n_batch * n_expert_used

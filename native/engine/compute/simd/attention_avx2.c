@@ -120,9 +120,9 @@ ADIL_INLINE float hsum8(__m256 v) {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-/* Pass 2: x[0..n) = e^(x - m), m = max(max x, *sink); returns 1 / (their
- * sum + e^(*sink - m)).  sink NULL: none. */
-static float softmax(float *x, int64_t n, const float *sink) {
+/* Pass 2: x[0..n) = e^(x - m), m = max(max x, *sink) (into *max_out);
+ * returns their sum + e^(*sink - m).  sink NULL: none. */
+static float softmax(float *x, int64_t n, const float *sink, float *max_out) {
     __m256 vmax = _mm256_set1_ps(-INFINITY);
     for (int64_t i = 0; i < n; i += 8) {
         const __m256i m = lanes(n - i);
@@ -141,7 +141,8 @@ static float softmax(float *x, int64_t n, const float *sink) {
         _mm256_maskstore_ps(x + i, m, e);
         vsum = _mm256_add_ps(vsum, e);
     }
-    return 1.0f / (sink ? hsum8(vsum) + expf(*sink - m) : hsum8(vsum));
+    *max_out = m;
+    return sink ? hsum8(vsum) + expf(*sink - m) : hsum8(vsum);
 }
 
 /* Pass 3 for R rows and output dims [d0, d0 + 16), in key order. */

@@ -46,6 +46,11 @@ ADIL_INLINE __m512 load16(const void *row, int64_t i, __mmask16 m, adil_kv_type 
     return _mm512_maskz_loadu_ps(m, (const float *)row + i);
 }
 
+/* Asks for the cache lines of a K/V row before the loop reaches it. */
+ADIL_INLINE void prefetch_row(const void *row, size_t bytes) {
+    for (size_t b = 0; b < bytes; b += 64) _mm_prefetch((const char *)row + b, _MM_HINT_T0);
+}
+
 /* (a.quarters 0,1 + 2,3) of a and b side by side: the same fold for both. */
 ADIL_INLINE __m512 fold_halves(__m512 a, __m512 b) {
     return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
@@ -104,6 +109,9 @@ ADIL_INLINE void scores(const adil_att_tile *t, int64_t f0, int64_t span, float 
             const int64_t jj = j0 + j < span ? j0 + j : span - 1;
             kp[j] = kv_row(t->k, adil_att_row(&rows, f0 + jj) * t->k_stride, ty);
         }
+        for (int j = 0; j < 4 && j0 + 16 + j < span; j++) /* the keys 4 blocks on, from memory */
+            prefetch_row(kv_row(t->k, adil_att_row(&rows, f0 + j0 + 16 + j) * t->k_stride, ty),
+                         adil_kv_bytes_of(ty, (size_t)t->head_dim));
         for (int r0 = 0; r0 < nr; r0 += 4) {
             const float *qp[4];
             for (int i = 0; i < 4; i++) qp[i] = t->q[r0 + i < nr ? r0 + i : nr - 1];
@@ -115,9 +123,9 @@ ADIL_INLINE void scores(const adil_att_tile *t, int64_t f0, int64_t span, float 
     }
 }
 
-/* Pass 2: x[0..n) = e^(x - m), m = max(max x, *sink); returns 1 / (their
- * sum + e^(*sink - m)).  sink NULL: none. */
-static float softmax(float *x, int64_t n, const float *sink) {
+/* Pass 2: x[0..n) = e^(x - m), m = max(max x, *sink) (into *max_out);
+ * returns their sum + e^(*sink - m).  sink NULL: none. */
+static float softmax(float *x, int64_t n, const float *sink, float *max_out) {
     __m512 vmax = _mm512_set1_ps(-INFINITY);
     for (int64_t i = 0; i < n; i += 16)
         vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), lanes(n - i), x + i));
@@ -132,7 +140,8 @@ static float softmax(float *x, int64_t n, const float *sink) {
         vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
     }
     const float sum = _mm512_reduce_add_ps(vsum);
-    return 1.0f / (sink ? sum + expf(*sink - m) : sum);
+    *max_out = m;
+    return sink ? sum + expf(*sink - m) : sum;
 }
 
 /* Pass 3 for R rows (p: their weights, span apart) and output dims
@@ -146,6 +155,9 @@ ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, 
         for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
     for (int64_t j = 0; j < span; j++) {
         const void *v = kv_row(t->v, adil_att_row(rows, f0 + j) * t->v_stride, ty);
+        if (j + 8 < span && d0 == 0) /* the value 8 keys on, from memory */
+            prefetch_row(kv_row(t->v, adil_att_row(rows, f0 + j + 8) * t->v_stride, ty),
+                         adil_kv_bytes_of(ty, (size_t)t->head_dim_v));
         __m512 vv[4];
         for (int c = 0; c < 4; c++) vv[c] = load16(v, d0 + 16 * c, dm[c], ty);
         for (int r = 0; r < R; r++) {

@@ -1,7 +1,8 @@
 /*
  * attention_level.h — the per-tile driver every SIMD attention file shares:
  * the span of key positions the tile's rows see, zeros outside each row's
- * window, softmax (with the row's sink, if any), then P·V.
+ * window, softmax (with the row's sink, if any), then P·V; a part of a
+ * longer range (attention.h) also reports each row's max and sum.
  * attention_avx2.c and attention_avx512.c include it after defining their
  * own scores(), softmax() and pv(), so the driver is compiled at each file's
  * instruction-set level, once per KV element type.
@@ -29,7 +30,13 @@ ADIL_INLINE void attend_tile_as(const adil_att_tile *t, adil_kv_type ty) {
         const int64_t a = t->first[r] - f0, b = t->last[r] - f0 + 1;
         memset(row, 0, (size_t)a * sizeof(float));
         memset(row + b, 0, (size_t)(span - b) * sizeof(float));
-        inv[r] = softmax(row + a, b - a, t->has_sinks ? &t->sink[r] : NULL);
+        float max;
+        const float sum = softmax(row + a, b - a, t->has_sinks ? &t->sink[r] : NULL, &max);
+        inv[r] = 1.0f / sum;
+        if (t->part_max != NULL) {
+            t->part_max[r] = max;
+            t->part_sum[r] = sum;
+        }
     }
     pv(t, s, span, f0, inv, ty);
 }
