@@ -7,6 +7,7 @@
 #include "compute/kernels_scalar.h"
 #include "compute/simd/kscales.h"
 
+#include <stddef.h>
 #include <string.h>
 
 size_t adil_weight_row_bytes(const adil_weight *w) {
@@ -134,6 +135,38 @@ void adil_tile_q4_K_r8_ref(const adil_tile *t) {
     }
 }
 
+/* ---- the 32-element types (Q8_0, Q5_0) -------------------------------------------- */
+
+/* Level q of element e (0 .. 31) of row k of an 8-row block. */
+typedef int (*r8_level_fn)(const void *block, int k, int e);
+
+_Static_assert(offsetof(block_q8_0_r8, d) == 0 && offsetof(block_q5_0_r8, d) == 0,
+               "an 8-row block of a 32-element type starts with its rows' d");
+
+/* The reference tile of a 32-element 8-row layout (blocks of block_bytes,
+ * levels by `level`): quant_legacy.c's vec_dot arithmetic, an exact integer
+ * dot per block times d_w * d_a, summed in block order. */
+static void tile_r8_ref_32(const adil_tile *t, size_t block_bytes, r8_level_fn level) {
+    const int64_t nb = t->n / ADIL_QK;
+    for (int64_t r0 = 0; r0 < t->n_rows; r0 += ADIL_R8_ROWS) {
+        const uint8_t *g = t->w + (size_t)r0 * t->w_stride;
+        for (int64_t tok = 0; tok < t->n_tok; tok++) {
+            const block_q8_0 *y = (const block_q8_0 *)(t->act + (size_t)tok * t->act_stride);
+            for (int k = 0; k < ADIL_R8_ROWS; k++) {
+                float sum = 0.0f;
+                for (int64_t i = 0; i < nb; i++) {
+                    const uint8_t *x = g + (size_t)i * block_bytes;
+                    int s = 0;
+                    for (int e = 0; e < ADIL_QK; e++) s += level(x, k, e) * y[i].qs[e];
+                    const adil_fp16 *d = (const adil_fp16 *)x;
+                    sum += (float)s * (adil_fp16_to_f32(d[k]) * adil_fp16_to_f32(y[i].d));
+                }
+                t->y[(size_t)tok * t->y_stride + (size_t)(r0 + k)] = sum;
+            }
+        }
+    }
+}
+
 /* ---- Q8_0 ------------------------------------------------------------------------ */
 
 static void repack_q8_0(const void *src, void *dst, int64_t cols, int64_t g0, int64_t g1) {
@@ -162,24 +195,13 @@ static void unpack_row_q8_0(const void *data, int64_t cols, int64_t r, void *dst
     }
 }
 
-void adil_tile_q8_0_r8_ref(const adil_tile *t) {
-    const int64_t nb = t->n / ADIL_QK;
-    for (int64_t r0 = 0; r0 < t->n_rows; r0 += ADIL_R8_ROWS) {
-        const block_q8_0_r8 *g = (const block_q8_0_r8 *)(t->w + (size_t)r0 * t->w_stride);
-        for (int64_t tok = 0; tok < t->n_tok; tok++) {
-            const block_q8_0 *y = (const block_q8_0 *)(t->act + (size_t)tok * t->act_stride);
-            for (int k = 0; k < ADIL_R8_ROWS; k++) {
-                float sum = 0.0f;
-                for (int64_t i = 0; i < nb; i++) { /* quant_legacy.c's Q8_0 vec_dot */
-                    int s = 0;
-                    for (int e = 0; e < ADIL_QK; e++) s += ((int)g[i].qs[e / 8][k][e % 8] - 128) * y[i].qs[e];
-                    sum += (float)s * (adil_fp16_to_f32(g[i].d[k]) * adil_fp16_to_f32(y[i].d));
-                }
-                t->y[(size_t)tok * t->y_stride + (size_t)(r0 + k)] = sum;
-            }
-        }
-    }
+/* Level q of element e of row k of block x (the stored q + 128 back). */
+static int q8_0_level(const void *block, int k, int e) {
+    const block_q8_0_r8 *x = block;
+    return (int)x->qs[e / 8][k][e % 8] - 128;
 }
+
+void adil_tile_q8_0_r8_ref(const adil_tile *t) { tile_r8_ref_32(t, sizeof(block_q8_0_r8), q8_0_level); }
 
 /* ---- Q5_0 ------------------------------------------------------------------------ */
 
@@ -211,32 +233,16 @@ static void unpack_row_q5_0(const void *data, int64_t cols, int64_t r, void *dst
     }
 }
 
-/* Level e (0 .. 31) of row k of block x: quant_legacy.c's Q5_0 arithmetic. */
-static int q5_0_level(const block_q5_0_r8 *x, int k, int e) {
+/* Level q of element e of row k of block x: quant_legacy.c's Q5_0 arithmetic. */
+static int q5_0_level(const void *block, int k, int e) {
+    const block_q5_0_r8 *x = block;
     const int half = e / 16, j = e % 16; /* nibble half of qs byte j */
     const int nibble = (x->qs[j / 8][k][j % 8] >> (4 * half)) & 0x0F;
     const int fifth = (x->qh[e / 8][k] >> (e % 8)) & 1;
     return (nibble | fifth << 4) - 16;
 }
 
-void adil_tile_q5_0_r8_ref(const adil_tile *t) {
-    const int64_t nb = t->n / ADIL_QK;
-    for (int64_t r0 = 0; r0 < t->n_rows; r0 += ADIL_R8_ROWS) {
-        const block_q5_0_r8 *g = (const block_q5_0_r8 *)(t->w + (size_t)r0 * t->w_stride);
-        for (int64_t tok = 0; tok < t->n_tok; tok++) {
-            const block_q8_0 *y = (const block_q8_0 *)(t->act + (size_t)tok * t->act_stride);
-            for (int k = 0; k < ADIL_R8_ROWS; k++) {
-                float sum = 0.0f;
-                for (int64_t i = 0; i < nb; i++) { /* quant_legacy.c's Q5_0 vec_dot */
-                    int s = 0;
-                    for (int e = 0; e < ADIL_QK; e++) s += q5_0_level(g + i, k, e) * y[i].qs[e];
-                    sum += (float)s * (adil_fp16_to_f32(g[i].d[k]) * adil_fp16_to_f32(y[i].d));
-                }
-                t->y[(size_t)tok * t->y_stride + (size_t)(r0 + k)] = sum;
-            }
-        }
-    }
-}
+void adil_tile_q5_0_r8_ref(const adil_tile *t) { tile_r8_ref_32(t, sizeof(block_q5_0_r8), q5_0_level); }
 
 /* ---- by type ------------------------------------------------------------------- */
 

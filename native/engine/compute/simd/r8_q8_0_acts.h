@@ -1,7 +1,9 @@
 /*
- * r8_q8_0_acts.h — the activation side of the 8-row kernels whose
- * activations are Q8_0 blocks (q8_0_r8_avx512.c, q5_0_r8_avx512.c), formed
- * once per tile instead of once per 8-row group.
+ * r8_q8_0_acts.h — what the 8-row kernels whose activations are Q8_0
+ * blocks (q8_0_r8_avx512.c, q5_0_r8_avx512.c) share: the activation side,
+ * formed once per tile instead of once per 8-row group, the core that
+ * multiplies a block's 4 vectors of levels by it, and the walk over a tile.
+ * Each kernel only says how its block becomes those vectors.
  *
  * Their weights are unsigned levels u = q + o for vpdpbusd (Q8_0 stored as
  * q + 128, Q5_0's 5-bit levels with o = 16), so a block's integer dot is
@@ -42,17 +44,56 @@ ADIL_INLINE r8_act r8_act_of(const block_q8_0 *y, int o) {
     return r;
 }
 
-/* A core: the 8 rows of t (at w) times its T tokens (at act), T fixed per
- * core; pre holds the tokens' r8_act, token k's block i at pre[k * nb + i],
- * or is NULL (blocks too many for the stack): the core forms each itself,
- * the same values. */
-typedef void (*r8_q8_0_core)(const adil_tile *t, const r8_act *pre);
+#define R8_Q8_0_TOKS   4 /* tokens of a full core */
+#define R8_Q8_0_CHAINS 2 /* float accumulators per token, alternating blocks (any T: same sums) */
+
+/* A layout's block i (at `block`): the 8 rows' d_w, row r's in lanes 2r and
+ * 2r + 1, and the unsigned levels u = q + o of elements 8j .. 8j + 7 of every
+ * row in w[j] (one row per qword), which meet activation bytes 8j .. 8j + 7. */
+typedef void (*r8_q8_0_levels)(const uint8_t *block, __m512 *d, __m512i w[4]);
+
+/* The 8 rows of t (at w, blocks of block_bytes) times its T tokens (at act):
+ * per block and token, vpdpbusd of the 4 level vectors with the broadcast
+ * activation qwords, 4 products into each int32 lane, 2 lanes per row,
+ * starting from the block's r8_act fix, so the integer dot is exact; then
+ * it meets d_w * d_a as in the scalar reference.  pre: the tokens' r8_act,
+ * token k's block i at pre[k * nb + i], or NULL (blocks too many for the
+ * stack): the core forms each itself, the same values. */
+ADIL_INLINE void r8_q8_0_core(const adil_tile *t, const r8_act *pre, const int T, int o, size_t block_bytes,
+                              r8_q8_0_levels levels) {
+    const int C = R8_Q8_0_CHAINS;
+    const int64_t nb = t->n / ADIL_QK;
+    __m512 acc[R8_Q8_0_TOKS][R8_Q8_0_CHAINS]; /* row r: lanes 2r, 2r + 1 */
+    for (int k = 0; k < T; k++)
+        for (int c = 0; c < C; c++) acc[k][c] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m512 d;
+        __m512i w[4];
+        levels(t->w + (size_t)i * block_bytes, &d, w);
+        for (int k = 0; k < T; k++) {
+            const block_q8_0 *y = (const block_q8_0 *)(t->act + (size_t)k * t->act_stride) + i;
+            const r8_act p = pre != NULL ? pre[k * nb + i] : r8_act_of(y, o);
+            __m512i dot = _mm512_set1_epi64(p.fix);
+            for (int j = 0; j < 4; j++) dot = _mm512_dpbusd_epi32(dot, w[j], r8_bcast_u64(y->qs + 8 * j));
+            __m512 *s = &acc[k][i % C];
+            *s = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(d, _mm512_set1_ps(p.d)), *s);
+        }
+    }
+    for (int k = 0; k < T; k++) {
+        __m512 a = acc[k][0];
+        for (int c = 1; c < C; c++) a = _mm512_add_ps(a, acc[k][c]);
+        _mm256_storeu_ps(t->y + (size_t)k * t->y_stride, r8_pair_sums(a));
+    }
+}
+
+/* A core of fixed T (r8_q8_0_core for one layout). */
+typedef void (*r8_q8_0_core_fn)(const adil_tile *t, const r8_act *pre);
 
 /* Covers the tile: runs of as many tokens as R8_ACT_BLOCKS allows, their
  * r8_act formed first; in each run the 8-row groups one after another (a
- * group's weights are read once per run), each with `full` (max_toks
+ * group's weights are read once per run), each with `full` (R8_Q8_0_TOKS
  * tokens) and then `one` for the tokens left. */
-ADIL_INLINE void r8_q8_0_walk(const adil_tile *t, int o, int max_toks, r8_q8_0_core full, r8_q8_0_core one) {
+ADIL_INLINE void r8_q8_0_walk(const adil_tile *t, int o, r8_q8_0_core_fn full, r8_q8_0_core_fn one) {
     const int64_t nb = t->n / ADIL_QK;
     r8_act pre[R8_ACT_BLOCKS];
     const int64_t run = nb <= R8_ACT_BLOCKS ? R8_ACT_BLOCKS / nb : t->n_tok;
@@ -65,12 +106,12 @@ ADIL_INLINE void r8_q8_0_walk(const adil_tile *t, int o, int max_toks, r8_q8_0_c
         }
         for (int64_t r0 = 0; r0 < t->n_rows; r0 += ADIL_R8_ROWS) {
             for (int64_t k = k0; k < k1;) {
-                const int T = k1 - k >= max_toks ? max_toks : 1;
+                const int T = k1 - k >= R8_Q8_0_TOKS ? R8_Q8_0_TOKS : 1;
                 adil_tile s = *t;
                 s.w += (size_t)r0 * t->w_stride;
                 s.act += (size_t)k * t->act_stride;
                 s.y += (size_t)k * t->y_stride + (size_t)r0;
-                (T == max_toks ? full : one)(&s, formed ? pre + (k - k0) * nb : NULL);
+                (T == R8_Q8_0_TOKS ? full : one)(&s, formed ? pre + (k - k0) * nb : NULL);
                 k += T;
             }
         }
