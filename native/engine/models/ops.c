@@ -200,9 +200,10 @@ static int64_t first_seen(const att_job *j, int64_t p) {
 
 static bool is_long(int64_t first, int64_t last) { return last - first + 1 > ADIL_ATT_PART; }
 
-/* Tile `item` % n_tiles: KV head, chunk of its query heads, block of tokens
- * (the last blocks first), with every row's query, output and range. */
-static adil_att_tile att_tile_of(const att_job *j, int64_t item, float *scratch) {
+/* Tile `item` % n_tiles: KV head, chunk of its query heads (from *first_head
+ * on), block of tokens (the last blocks first), with every row's query,
+ * output and range. */
+static adil_att_tile att_tile_of(const att_job *j, int64_t item, float *scratch, int64_t *first_head) {
     const adil_hparams *hp = j->hp;
     const adil_kv_cache *kv = &j->fw->kv;
     const int64_t group = hp->n_head / hp->n_head_kv;
@@ -213,6 +214,7 @@ static adil_att_tile att_tile_of(const att_job *j, int64_t item, float *scratch)
     const int64_t t1 = t0 + j->tokens_per_tile < j->T ? t0 + j->tokens_per_tile : j->T;
     const int64_t h0 = g * group + hc * j->heads_per_tile;
     const int64_t h1 = h0 + j->heads_per_tile < (g + 1) * group ? h0 + j->heads_per_tile : (g + 1) * group;
+    *first_head = h0;
     adil_att_tile t = {
         .n_rows = 0,
         .kv_type = kv->type,
@@ -241,15 +243,16 @@ static adil_att_tile att_tile_of(const att_job *j, int64_t item, float *scratch)
     return t;
 }
 
-/* The rows of t that `keep` selects, into sub (the same keys and values),
- * their ranges cut to [lo, hi]; sub gets no rows when none is kept. */
-static void sub_tile(const adil_att_tile *t, const bool keep[ADIL_ATT_MAX_ROWS], int64_t lo, int64_t hi,
-                     adil_att_tile *sub, int idx[ADIL_ATT_MAX_ROWS]) {
+/* The rows of t whose range is long (want_long) or not, into sub (the same
+ * keys and values), their ranges cut to [lo, hi]; idx[i]: sub's row i in t.
+ * sub gets no rows when none is selected. */
+static void sub_tile(const adil_att_tile *t, bool want_long, int64_t lo, int64_t hi, adil_att_tile *sub,
+                     int idx[ADIL_ATT_MAX_ROWS]) {
     *sub = *t;
     sub->n_rows = 0;
     for (int r = 0; r < t->n_rows; r++) {
         const int64_t f = t->first[r] > lo ? t->first[r] : lo, l = t->last[r] < hi ? t->last[r] : hi;
-        if (!keep[r] || f > l) continue;
+        if (is_long(t->first[r], t->last[r]) != want_long || f > l) continue;
         const int i = sub->n_rows++;
         sub->q[i] = t->q[r];
         sub->o[i] = t->o[r];
@@ -260,61 +263,59 @@ static void sub_tile(const adil_att_tile *t, const bool keep[ADIL_ATT_MAX_ROWS],
     }
 }
 
+/* The tile of part k (positions [k, k + 1) * ADIL_ATT_PART) of t's long
+ * rows: no sinks (the fold adds them), each row's max and sum into pmax and
+ * psum; the caller points its outputs at the part's rows. */
+static void part_tile(const adil_att_tile *t, int64_t k, adil_att_tile *sub, int idx[ADIL_ATT_MAX_ROWS],
+                      float pmax[ADIL_ATT_MAX_ROWS], float psum[ADIL_ATT_MAX_ROWS]) {
+    sub_tile(t, true, k * ADIL_ATT_PART, k * ADIL_ATT_PART + ADIL_ATT_PART - 1, sub, idx);
+    sub->has_sinks = false;
+    sub->part_max = pmax;
+    sub->part_sum = psum;
+}
+
 /* A batch's tile: its short rows at once, its long ones part by part,
  * each part folded into the row's output as soon as it is computed. */
 static void att_batch_tile(const att_job *j, const adil_att_tile *t, float *part_rows) {
-    bool is_short[ADIL_ATT_MAX_ROWS], long_rows[ADIL_ATT_MAX_ROWS];
-    int64_t lo = INT64_MAX, hi = -1;
+    int64_t lo = INT64_MAX, hi = -1; /* the long rows' positions */
     for (int r = 0; r < t->n_rows; r++) {
-        long_rows[r] = is_long(t->first[r], t->last[r]);
-        is_short[r] = !long_rows[r];
-        if (long_rows[r]) {
-            lo = t->first[r] < lo ? t->first[r] : lo;
-            hi = t->last[r] > hi ? t->last[r] : hi;
-        }
+        if (!is_long(t->first[r], t->last[r])) continue;
+        lo = t->first[r] < lo ? t->first[r] : lo;
+        hi = t->last[r] > hi ? t->last[r] : hi;
     }
-    adil_att_tile sub;
-    int idx[ADIL_ATT_MAX_ROWS];
     if (hi < 0) {
         j->kernel(t);
         return;
     }
-    sub_tile(t, is_short, 0, INT64_MAX, &sub, idx);
+    adil_att_tile sub;
+    int idx[ADIL_ATT_MAX_ROWS];
+    sub_tile(t, false, 0, INT64_MAX, &sub, idx);
     if (sub.n_rows > 0) j->kernel(&sub);
     const int64_t dv = j->hp->head_dim_v, stride = ADIL_ATT_PART_FLOATS(j->hp);
     adil_att_state acc[ADIL_ATT_MAX_ROWS];
     for (int r = 0; r < t->n_rows; r++) acc[r] = (adil_att_state){t->o[r], 0.0f, 0.0f};
     float part_max[ADIL_ATT_MAX_ROWS], part_sum[ADIL_ATT_MAX_ROWS];
     for (int64_t k = lo / ADIL_ATT_PART; k <= hi / ADIL_ATT_PART; k++) {
-        sub_tile(t, long_rows, k * ADIL_ATT_PART, k * ADIL_ATT_PART + ADIL_ATT_PART - 1, &sub, idx);
+        part_tile(t, k, &sub, idx, part_max, part_sum);
         if (sub.n_rows == 0) continue;
-        sub.has_sinks = false;
-        sub.part_max = part_max;
-        sub.part_sum = part_sum;
         for (int i = 0; i < sub.n_rows; i++) sub.o[i] = part_rows + (size_t)(i * stride);
         j->kernel(&sub);
         for (int i = 0; i < sub.n_rows; i++)
             adil_att_fold(&acc[idx[i]], sub.o[i], part_max[i], part_sum[i], dv);
     }
     for (int r = 0; r < t->n_rows; r++)
-        if (long_rows[r] && t->has_sinks) adil_att_fold_sink(&acc[r], t->sink[r], dv);
+        if (is_long(t->first[r], t->last[r]) && t->has_sinks) adil_att_fold_sink(&acc[r], t->sink[r], dv);
 }
 
-/* Part k of a decode's tile (every row has the same range): into
- * fw->att_parts, folded by adil_attention once all parts are done. */
-static void att_decode_part(const att_job *j, const adil_att_tile *t, int64_t k) {
-    const int64_t k0 = t->first[0] / ADIL_ATT_PART;
-    const int64_t lo = (k0 + k) * ADIL_ATT_PART, hi = lo + ADIL_ATT_PART - 1;
-    const int64_t h0 = (t->o[0] - j->out) / j->hp->head_dim_v, dv = j->hp->head_dim_v;
-    bool all[ADIL_ATT_MAX_ROWS];
-    for (int r = 0; r < t->n_rows; r++) all[r] = true;
+/* Part k (counted from the range's first) of a decode's tile, whose rows
+ * are heads h0 .. and all long with the same range: into fw->att_parts,
+ * folded by adil_attention once all parts are done. */
+static void att_decode_part(const att_job *j, const adil_att_tile *t, int64_t h0, int64_t k) {
+    const int64_t dv = j->hp->head_dim_v;
     adil_att_tile sub;
     int idx[ADIL_ATT_MAX_ROWS];
     float part_max[ADIL_ATT_MAX_ROWS], part_sum[ADIL_ATT_MAX_ROWS];
-    sub_tile(t, all, lo, hi, &sub, idx);
-    sub.has_sinks = false;
-    sub.part_max = part_max;
-    sub.part_sum = part_sum;
+    part_tile(t, t->first[0] / ADIL_ATT_PART + k, &sub, idx, part_max, part_sum);
     for (int i = 0; i < sub.n_rows; i++) sub.o[i] = decode_part(j, h0 + idx[i], k);
     j->kernel(&sub);
     for (int i = 0; i < sub.n_rows; i++) {
@@ -326,9 +327,10 @@ static void att_decode_part(const att_job *j, const adil_att_tile *t, int64_t k)
 static void att_chunk(void *p, int64_t item, int ith) {
     const att_job *j = p;
     float *scratch = j->fw->scores + (size_t)ith * ADIL_ATT_MAX_ROWS * (size_t)j->fw->kv.n_ctx;
-    const adil_att_tile t = att_tile_of(j, item / j->n_parts, scratch);
+    int64_t h0;
+    const adil_att_tile t = att_tile_of(j, item / j->n_parts, scratch, &h0);
     if (j->n_parts > 1) {
-        att_decode_part(j, &t, item % j->n_parts);
+        att_decode_part(j, &t, h0, item % j->n_parts);
         return;
     }
     att_batch_tile(j, &t,
