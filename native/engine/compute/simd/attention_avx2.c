@@ -10,6 +10,7 @@
 #if defined(__x86_64__)
 #    include "compute/attention.h"
 #    include "compute/simd/always_inline.h"
+#    include "compute/simd/attention_prefetch.h"
 #    include "compute/simd/vmath_x86.h"
 #    include "compute/weight_types.h"
 
@@ -96,6 +97,7 @@ ADIL_INLINE void scores(const adil_att_tile *t, int64_t f0, int64_t span, float 
             const int64_t jj = j0 + j < span ? j0 + j : span - 1;
             kp[j] = kv_row(t->k, adil_att_row(&rows, f0 + jj) * t->k_stride, ty);
         }
+        for (int j = 0; j < 2; j++) att_prefetch_kv(t, &rows, f0, j0 + ADIL_ATT_PREFETCH_AHEAD + j, span, ty);
         for (int r0 = 0; r0 < nr; r0 += 4) {
             const float *qp[4];
             for (int i = 0; i < 4; i++) qp[i] = t->q[r0 + i < nr ? r0 + i : nr - 1];

@@ -17,6 +17,7 @@
 #if defined(__x86_64__)
 #    include "compute/attention.h"
 #    include "compute/simd/always_inline.h"
+#    include "compute/simd/attention_prefetch.h"
 #    include "compute/simd/vmath_x86.h"
 #    include "compute/weight_types.h"
 
@@ -44,11 +45,6 @@ ADIL_INLINE __m512 load16(const void *row, int64_t i, __mmask16 m, adil_kv_type 
     }
     if (ty == ADIL_KV_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + i));
     return _mm512_maskz_loadu_ps(m, (const float *)row + i);
-}
-
-/* Asks for the cache lines of a K/V row before the loop reaches it. */
-ADIL_INLINE void prefetch_row(const void *row, size_t bytes) {
-    for (size_t b = 0; b < bytes; b += 64) _mm_prefetch((const char *)row + b, _MM_HINT_T0);
 }
 
 /* (a.quarters 0,1 + 2,3) of a and b side by side: the same fold for both. */
@@ -109,9 +105,7 @@ ADIL_INLINE void scores(const adil_att_tile *t, int64_t f0, int64_t span, float 
             const int64_t jj = j0 + j < span ? j0 + j : span - 1;
             kp[j] = kv_row(t->k, adil_att_row(&rows, f0 + jj) * t->k_stride, ty);
         }
-        for (int j = 0; j < 4 && j0 + 16 + j < span; j++) /* the keys 4 blocks on, from memory */
-            prefetch_row(kv_row(t->k, adil_att_row(&rows, f0 + j0 + 16 + j) * t->k_stride, ty),
-                         adil_kv_bytes_of(ty, (size_t)t->head_dim));
+        for (int j = 0; j < 4; j++) att_prefetch_kv(t, &rows, f0, j0 + ADIL_ATT_PREFETCH_AHEAD + j, span, ty);
         for (int r0 = 0; r0 < nr; r0 += 4) {
             const float *qp[4];
             for (int i = 0; i < 4; i++) qp[i] = t->q[r0 + i < nr ? r0 + i : nr - 1];
@@ -155,9 +149,6 @@ ADIL_INLINE void pv_rows(const adil_att_tile *t, int R, int r0, const float *p, 
         for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
     for (int64_t j = 0; j < span; j++) {
         const void *v = kv_row(t->v, adil_att_row(rows, f0 + j) * t->v_stride, ty);
-        if (j + 8 < span && d0 == 0) /* the value 8 keys on, from memory */
-            prefetch_row(kv_row(t->v, adil_att_row(rows, f0 + j + 8) * t->v_stride, ty),
-                         adil_kv_bytes_of(ty, (size_t)t->head_dim_v));
         __m512 vv[4];
         for (int c = 0; c < 4; c++) vv[c] = load16(v, d0 + 16 * c, dm[c], ty);
         for (int r = 0; r < R; r++) {
