@@ -44,7 +44,9 @@ ADIL_INLINE __m256 load8_q8_0(const void *row, int64_t i, int64_t left) {
  * (and not read). */
 ADIL_INLINE __m256 load8(const void *row, int64_t i, int64_t left, adil_kv_type ty) {
     if (ty == ADIL_KV_Q8_0) return load8_q8_0(row, i, left);
-    if (ty == ADIL_KV_F32) return _mm256_maskload_ps((const float *)row + i, lanes(left));
+    if (ty == ADIL_KV_F32)
+        return left >= 8 ? _mm256_loadu_ps((const float *)row + i)
+                         : _mm256_maskload_ps((const float *)row + i, lanes(left));
     const uint16_t *h = (const uint16_t *)row + i;
     if (left >= 8) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
     uint16_t tail[8] = {0};
@@ -71,19 +73,27 @@ ADIL_INLINE __m256 reduce_4x2(const __m256 acc[8]) {
     return fold_pairs(fold_pairs(s[0], s[1]), fold_pairs(s[2], s[3]));
 }
 
-/* q[i] · k[j] for 4 rows and 2 keys of n floats, in lane 4j + i. */
+/* One 8-element step of dot_4x2 at element d; full: all 8 in range (plain
+ * loads), else the lanes from n - d on are zero and not read. */
+ADIL_INLINE void dot_4x2_step(__m256 acc[8], const float *const q[4], const void *const k[2], int64_t d,
+                              int64_t n, bool full, adil_kv_type ty) {
+    const int64_t left = full ? 8 : n - d;
+    const __m256 k0 = load8(k[0], d, left, ty), k1 = load8(k[1], d, left, ty);
+    for (int i = 0; i < 4; i++) {
+        const __m256 qv = full ? _mm256_loadu_ps(q[i] + d) : _mm256_maskload_ps(q[i] + d, lanes(left));
+        acc[2 * i] = _mm256_fmadd_ps(qv, k0, acc[2 * i]);
+        acc[2 * i + 1] = _mm256_fmadd_ps(qv, k1, acc[2 * i + 1]);
+    }
+}
+
+/* q[i] · k[j] for 4 rows and 2 keys of n floats, in lane 4j + i: the full
+ * steps, then the tail. */
 ADIL_INLINE __m256 dot_4x2(const float *const q[4], const void *const k[2], int64_t n, adil_kv_type ty) {
     __m256 acc[8];
     for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
-    for (int64_t d = 0; d < n; d += 8) {
-        const __m256i m = lanes(n - d);
-        const __m256 k0 = load8(k[0], d, n - d, ty), k1 = load8(k[1], d, n - d, ty);
-        for (int i = 0; i < 4; i++) {
-            const __m256 qv = _mm256_maskload_ps(q[i] + d, m);
-            acc[2 * i] = _mm256_fmadd_ps(qv, k0, acc[2 * i]);
-            acc[2 * i + 1] = _mm256_fmadd_ps(qv, k1, acc[2 * i + 1]);
-        }
-    }
+    int64_t d = 0;
+    for (; d + 8 <= n; d += 8) dot_4x2_step(acc, q, k, d, n, true, ty);
+    if (d < n) dot_4x2_step(acc, q, k, d, n, false, ty);
     return reduce_4x2(acc);
 }
 
