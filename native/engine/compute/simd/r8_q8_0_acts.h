@@ -44,46 +44,53 @@ ADIL_INLINE r8_act r8_act_of(const block_q8_0 *y, int o) {
     return r;
 }
 
-#define R8_Q8_0_TOKS   4 /* tokens of a full core */
-#define R8_Q8_0_CHAINS 2 /* float accumulators per token, alternating blocks (any T: same sums) */
+#define R8_Q8_0_TOKS 4 /* tokens of a full core */
 
 /* A layout's block i (at `block`): the 8 rows' d_w, row r's in lanes 2r and
  * 2r + 1, and the unsigned levels u = q + o of elements 8j .. 8j + 7 of every
  * row in w[j] (one row per qword), which meet activation bytes 8j .. 8j + 7. */
 typedef void (*r8_q8_0_levels)(const uint8_t *block, __m512 *d, __m512i w[4]);
 
+/* Block i of the 8 rows times the T tokens, into acc (r8_q8_0_core). */
+ADIL_INLINE void r8_q8_0_block(const adil_tile *t, const r8_act *pre, const int T, int o, size_t block_bytes,
+                               r8_q8_0_levels levels, int64_t i, __m512 acc[R8_Q8_0_TOKS]) {
+    const int64_t nb = t->n / ADIL_QK;
+    __m512 d;
+    __m512i w[4];
+    levels(t->w + (size_t)i * block_bytes, &d, w);
+    for (int k = 0; k < T; k++) {
+        const block_q8_0 *y = (const block_q8_0 *)(t->act + (size_t)k * t->act_stride) + i;
+        const r8_act p = pre != NULL ? pre[k * nb + i] : r8_act_of(y, o);
+        __m512i dot = _mm512_set1_epi64(p.fix);
+        for (int j = 0; j < 4; j++) dot = _mm512_dpbusd_epi32(dot, w[j], r8_bcast_u64(y->qs + 8 * j));
+        acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(d, _mm512_set1_ps(p.d)), acc[k]);
+    }
+}
+
 /* The 8 rows of t (at w, blocks of block_bytes) times its T tokens (at act):
  * per block and token, vpdpbusd of the 4 level vectors with the broadcast
  * activation qwords, 4 products into each int32 lane, 2 lanes per row,
  * starting from the block's r8_act fix, so the integer dot is exact; then
- * it meets d_w * d_a as in the scalar reference.  pre: the tokens' r8_act,
- * token k's block i at pre[k * nb + i], or NULL (blocks too many for the
- * stack): the core forms each itself, the same values. */
+ * it meets d_w * d_a as in the scalar reference, into one of two float
+ * accumulators per token: even blocks into the first, odd ones into the
+ * second.  The blocks go in pairs so each accumulator is a named register
+ * (indexed by i % 2, the compiler kept them on the stack, every FMA a store
+ * and a reload).  pre: the tokens' r8_act, token k's block i at
+ * pre[k * nb + i], or NULL (blocks too many for the stack): the core forms
+ * each itself, the same values. */
 ADIL_INLINE void r8_q8_0_core(const adil_tile *t, const r8_act *pre, const int T, int o, size_t block_bytes,
                               r8_q8_0_levels levels) {
-    const int C = R8_Q8_0_CHAINS;
     const int64_t nb = t->n / ADIL_QK;
-    __m512 acc[R8_Q8_0_TOKS][R8_Q8_0_CHAINS]; /* row r: lanes 2r, 2r + 1 */
+    __m512 even[R8_Q8_0_TOKS], odd[R8_Q8_0_TOKS]; /* row r: lanes 2r, 2r + 1 */
+    for (int k = 0; k < T; k++) even[k] = odd[k] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        r8_q8_0_block(t, pre, T, o, block_bytes, levels, i, even);
+        r8_q8_0_block(t, pre, T, o, block_bytes, levels, i + 1, odd);
+    }
+    if (i < nb) r8_q8_0_block(t, pre, T, o, block_bytes, levels, i, even);
     for (int k = 0; k < T; k++)
-        for (int c = 0; c < C; c++) acc[k][c] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        __m512 d;
-        __m512i w[4];
-        levels(t->w + (size_t)i * block_bytes, &d, w);
-        for (int k = 0; k < T; k++) {
-            const block_q8_0 *y = (const block_q8_0 *)(t->act + (size_t)k * t->act_stride) + i;
-            const r8_act p = pre != NULL ? pre[k * nb + i] : r8_act_of(y, o);
-            __m512i dot = _mm512_set1_epi64(p.fix);
-            for (int j = 0; j < 4; j++) dot = _mm512_dpbusd_epi32(dot, w[j], r8_bcast_u64(y->qs + 8 * j));
-            __m512 *s = &acc[k][i % C];
-            *s = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(d, _mm512_set1_ps(p.d)), *s);
-        }
-    }
-    for (int k = 0; k < T; k++) {
-        __m512 a = acc[k][0];
-        for (int c = 1; c < C; c++) a = _mm512_add_ps(a, acc[k][c]);
-        _mm256_storeu_ps(t->y + (size_t)k * t->y_stride, r8_pair_sums(a));
-    }
+        _mm256_storeu_ps(t->y + (size_t)k * t->y_stride, r8_pair_sums(_mm512_add_ps(even[k], odd[k])));
 }
 
 /* A core of fixed T (r8_q8_0_core for one layout). */
