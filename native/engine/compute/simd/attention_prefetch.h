@@ -7,10 +7,11 @@
  * a quarter of the FMAs the score pass spends on a key, so V requested
  * there would leave the FMAs waiting; requested here, both streams overlap
  * the score FMAs.  Into L2 (T1): a T0 request holds an L1 miss buffer until
- * its line arrives and stalls the FMAs' own loads.  Measured on a Zen 4,
- * a tile of 4 rows over 1024 f16 positions of 256 dims, from memory: 91 →
- * 72 ns per position at AVX-512 (against keys by T0 and values in P·V), 146
- * → 81 at AVX2 (against no prefetch); in L2 they cost 3% (52 → 54, 64 → 65).
+ * its line arrives and stalls the FMAs' own loads.  Measured on a Zen 4
+ * (bench/native/attention_tile.c: 4 rows over 1024 f16 positions of 256
+ * dims, from memory): 121 → 71 ns per position at AVX-512 (against keys by
+ * T0 and values in P·V), 142 → 75 at AVX2 (against no prefetch); in the
+ * cache the requests cost about 3%.
  */
 #ifndef ADIL_ATTENTION_PREFETCH_H
 #define ADIL_ATTENTION_PREFETCH_H
