@@ -33,6 +33,13 @@ VARIANTS = ("abi1", "abi3", "missing_symbol", "short_struct", "refuses_host", "a
             "abi2_2", "abi2_1", "abi2_0")
 
 
+@pytest.fixture(scope="module")
+def engine() -> Iterator[adil.Engine]:
+    """The bundled CPU engine, opened once per test module."""
+    with adil.Engine.open() as e:
+        yield e
+
+
 @pytest.fixture(scope="session")
 def stub_engine() -> adil.Engine:
     return adil.Engine.open(library=adil.STUB_LIBRARY)

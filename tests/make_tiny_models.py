@@ -451,14 +451,19 @@ def model_path(directory: Path, arch: str, qtype: T) -> Path:
     return directory / f"tiny-{arch}-{qtype.name.lower()}.gguf"
 
 
+def write_tiny(directory: Path, arch: str, qtype: T) -> Path:
+    """The tiny `arch` model of `qtype` written to its model_path in `directory`."""
+    path = model_path(directory, arch, qtype)
+    write_tiny_model(path, arch, qtype)
+    return path
+
+
 def write_all(directory: Path, archs: tuple[str, ...] = ARCHITECTURES) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for arch in archs:
         for qtype in WEIGHT_TYPES:
-            path = model_path(directory, arch, qtype)
-            write_tiny_model(path, arch, qtype)
-            written.append(path)
+            written.append(write_tiny(directory, arch, qtype))
     return written
 
 

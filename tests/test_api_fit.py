@@ -36,12 +36,6 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[adil.Engine]:
-    with adil.Engine.open() as e:
-        yield e
-
-
 @pytest.fixture
 def gguf(engine: adil.Engine, tiny: str) -> Iterator[adil.Model]:
     with engine.load_model(tiny, threads=1, context_length=64) as model:

@@ -15,13 +15,12 @@ sliding ones) and gpt-oss (sinks, which the fold adds last):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as T
-from make_tiny_models import model_path, write_tiny_model
+from make_tiny_models import write_tiny
 from reference_forward import reference_logits
 from test_model_logits import TOL_FLOAT, assert_close
 
@@ -31,18 +30,10 @@ ARCHS = ("llama", "gemma3", "gpt-oss")
 N_CTX = 2600
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[adil.Engine]:
-    with adil.Engine.open() as e:
-        yield e
-
-
 @pytest.fixture(scope="module", params=ARCHS)
 def tiny(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     arch: str = request.param
-    path = model_path(tmp_path_factory.mktemp("parts"), arch, T.F32)
-    write_tiny_model(path, arch, T.F32)
-    return path
+    return write_tiny(tmp_path_factory.mktemp("parts"), arch, T.F32)
 
 
 def test_long_prompt_matches_the_reference(engine: adil.Engine, tiny: Path,

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as T
-from make_tiny_models import model_path, write_tiny_model
+from make_tiny_models import write_tiny
 
 import adil
 from adil.bench import check_depths, fit_cost, format_table, run_bench
@@ -25,9 +25,7 @@ GREEDY = adil.Sampling(temperature=0.0)
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = model_path(tmp_path_factory.mktemp("bench"), "gemma3", T.Q8_0)
-    write_tiny_model(path, "gemma3", T.Q8_0)
-    return path
+    return write_tiny(tmp_path_factory.mktemp("bench"), "gemma3", T.Q8_0)
 
 
 def test_ignore_eos_keeps_generating(tiny: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from child import sigint_as_at_a_terminal
 from gguf import GGMLQuantizationType as T
-from make_tiny_models import model_path, write_tiny_model
+from make_tiny_models import write_tiny
 
 import adil
 import adil.bench
@@ -31,9 +31,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = model_path(tmp_path_factory.mktemp("cli"), "gemma3", T.Q8_0)
-    write_tiny_model(path, "gemma3", T.Q8_0)
-    return path
+    return write_tiny(tmp_path_factory.mktemp("cli"), "gemma3", T.Q8_0)
 
 
 def test_info_json_on_the_bundled_engine() -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as T
-from make_tiny_models import model_path, write_tiny_model
+from make_tiny_models import write_tiny
 
 import adil
 from adil.cli import main
@@ -41,9 +41,7 @@ needs_fake_driver = pytest.mark.skipif(not FAKE_DRIVER.exists(),
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = model_path(tmp_path_factory.mktemp("cuda"), "gemma3", T.Q8_0)
-    write_tiny_model(path, "gemma3", T.Q8_0)
-    return path
+    return write_tiny(tmp_path_factory.mktemp("cuda"), "gemma3", T.Q8_0)
 
 
 def _logits(path: Path, backend: str | None) -> np.ndarray:

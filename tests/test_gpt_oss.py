@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import gguf
@@ -22,9 +22,8 @@ from make_tiny_models import (
     TinySpec,
     _write_hparams,
     _write_tokenizer,
-    model_path,
     spec_for,
-    write_tiny_model,
+    write_tiny,
     write_weights,
 )
 from reference_forward import forward, read_config, read_tensors
@@ -36,16 +35,8 @@ SPEC = spec_for("gpt-oss")
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[adil.Engine]:
-    with adil.Engine.open() as e:
-        yield e
-
-
-@pytest.fixture(scope="module")
 def f32_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = model_path(tmp_path_factory.mktemp("gpt_oss"), "gpt-oss", T.F32)
-    write_tiny_model(path, "gpt-oss", T.F32)
-    return path
+    return write_tiny(tmp_path_factory.mktemp("gpt_oss"), "gpt-oss", T.F32)
 
 
 def write_gpt_oss(path: Path, extra: Callable[[gguf.GGUFWriter], None],
@@ -138,8 +129,7 @@ def test_missing_sinks_are_a_format_error(engine: adil.Engine, tmp_path: Path,
 def test_adil_generate_runs_it(tmp_path: Path) -> None:
     """`adil generate` on the MXFP4 file (experts in the released files'
     type), greedy: the same text twice."""
-    path = model_path(tmp_path, "gpt-oss", T.MXFP4)
-    write_tiny_model(path, "gpt-oss", T.MXFP4)
+    path = write_tiny(tmp_path, "gpt-oss", T.MXFP4)
     outputs = []
     for _ in range(2):
         result = subprocess.run([sys.executable, "-m", "adil", "generate", "--model", str(path),

@@ -29,7 +29,7 @@ import pytest
 from gguf import GGMLQuantizationType as T
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from make_tiny_models import model_path, write_tiny_model
+from make_tiny_models import write_tiny
 from schema_strategies import (
     MAX_DIGITS,
     MAX_EXACT,
@@ -76,9 +76,7 @@ PROMPTS = st.sampled_from(["", "x", "JSON:", "{", "Describe a person:"])
 def write_models(directory: Path) -> dict[str, Path]:
     paths = {}
     for arch, qtype in TINY:
-        path = model_path(directory, arch, qtype)
-        write_tiny_model(path, arch, qtype)
-        paths[f"{arch}-{qtype.name.lower()}"] = path
+        paths[f"{arch}-{qtype.name.lower()}"] = write_tiny(directory, arch, qtype)
     paths[JSON_VOCAB] = write_json_vocab_model(directory / "tiny-json-vocab.gguf")
     return paths
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as T
-from make_tiny_models import model_path, spec_for, write_tiny_model
+from make_tiny_models import spec_for, write_tiny
 
 import adil
 from adil.bench import format_table, run_bench
@@ -19,9 +19,7 @@ from adil.bench import format_table, run_bench
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = model_path(tmp_path_factory.mktemp("kv"), "gemma3", T.F32)
-    write_tiny_model(path, "gemma3", T.F32)
-    return path
+    return write_tiny(tmp_path_factory.mktemp("kv"), "gemma3", T.F32)
 
 
 def full_cache_bytes(n_ctx: int, element: int) -> int:

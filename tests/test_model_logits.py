@@ -43,7 +43,6 @@ TOL_QUANT, but enough to flip a router near-tie (the xfails below).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,12 +68,6 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("tiny_models")
     write_all(directory)
     return directory
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[adil.Engine]:
-    with adil.Engine.open() as e:
-        yield e
 
 
 def prompt_ids(n_vocab: int, seed: int = 1) -> np.ndarray:

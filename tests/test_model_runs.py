@@ -15,7 +15,7 @@ import gguf
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as T
-from make_tiny_models import ARCHITECTURES, model_path, spec_for, write_tiny_model
+from make_tiny_models import ARCHITECTURES, spec_for, write_tiny, write_tiny_model
 
 import adil
 from adil._binding import check, ffi
@@ -24,23 +24,13 @@ GREEDY = adil.Sampling(temperature=0.0)
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[adil.Engine]:
-    with adil.Engine.open() as e:
-        yield e
-
-
-@pytest.fixture(scope="module")
 def gemma_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = model_path(tmp_path_factory.mktemp("tiny"), "gemma3", T.Q8_0)
-    write_tiny_model(path, "gemma3", T.Q8_0)
-    return path
+    return write_tiny(tmp_path_factory.mktemp("tiny"), "gemma3", T.Q8_0)
 
 
 @pytest.fixture(scope="module")
 def llama_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = model_path(tmp_path_factory.mktemp("tiny"), "llama", T.Q4_0)
-    write_tiny_model(path, "llama", T.Q4_0)
-    return path
+    return write_tiny(tmp_path_factory.mktemp("tiny"), "llama", T.Q4_0)
 
 
 @pytest.fixture
@@ -98,8 +88,7 @@ def test_unknown_architecture_is_a_capability_error(engine: adil.Engine, tmp_pat
 def test_every_architecture_generates(engine: adil.Engine, tmp_path: Path, arch: str) -> None:
     """Each tiny architecture loads, reports itself and generates greedily,
     the same tokens twice; `adil generate` runs the file too."""
-    path = model_path(tmp_path, arch, T.Q4_K)
-    write_tiny_model(path, arch, T.Q4_K)
+    path = write_tiny(tmp_path, arch, T.Q4_K)
     with engine.load_model(path, threads=2, context_length=64) as m:
         assert (m.info.architecture, m.info.name) == (spec_for(arch).arch, f"tiny-{arch}")
         runs = [m.complete(ids(8), max_tokens=12, sampling=GREEDY).tokens for _ in range(2)]

@@ -5,7 +5,7 @@ test_model_logits.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import gguf
@@ -23,12 +23,6 @@ from reference_forward import reference_logits
 from test_model_logits import TOL_FLOAT, assert_close, exact_kv_cache, prompt_ids
 
 import adil
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[adil.Engine]:
-    with adil.Engine.open() as e:
-        yield e
 
 
 def write_qwen3moe(path: Path, extra: Callable[[gguf.GGUFWriter], None]) -> Path:

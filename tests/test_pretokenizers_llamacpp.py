@@ -14,7 +14,6 @@ the ids must be llama.cpp's exactly, for every string.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +38,6 @@ TEXTS = [_raw(i) for i in INPUTS]
 @pytest.fixture(scope="module")
 def vocab() -> Vocab:
     return build_vocab(TEXTS)
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[adil.Engine]:
-    e = adil.Engine.open()
-    yield e
-    e.close()
 
 
 def _load(engine: adil.Engine, directory: Path, pre: str, vocab: Vocab) -> adil.Model:

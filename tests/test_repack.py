@@ -15,7 +15,6 @@ scalar reference at every level by tests/native/test_repack.c."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import gguf
@@ -36,12 +35,6 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("tiny_models")
     write_all(directory)
     return directory
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[adil.Engine]:
-    with adil.Engine.open() as e:
-        yield e
 
 
 def run(engine: adil.Engine, path: Path) -> tuple[np.ndarray, list[int], list[float]]:

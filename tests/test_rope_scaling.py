@@ -7,7 +7,7 @@ test_gpt_oss.py and test_model_logits.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import gguf
@@ -19,12 +19,6 @@ from reference_forward import reference_logits
 from test_model_logits import TOL_FLOAT, assert_close, exact_kv_cache, prompt_ids
 
 import adil
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[adil.Engine]:
-    with adil.Engine.open() as e:
-        yield e
 
 
 def write_scaled(path: Path, arch: str, extra: Callable[[gguf.GGUFWriter], None]) -> Path:

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as T
 from llamacpp_compare import argmax_mismatches, assert_greedy_like, top_logit_diffs, with_end
-from make_tiny_models import model_path, write_tiny_model
+from make_tiny_models import write_tiny
 
 import adil
 
@@ -55,12 +54,6 @@ GREEDY = adil.Sampling(temperature=0.0)
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.json"))
 # fixtures compared with ADIL_KV_TYPE=f32 (the docstring says why)
 F32_KV_CACHE = frozenset({"qwen3moe-q6_k"})
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[adil.Engine]:
-    with adil.Engine.open() as e:
-        yield e
 
 
 def load(name: str) -> dict[str, Any]:
@@ -72,8 +65,7 @@ def write_model(doc: dict[str, Any], directory: Path) -> Path:
     """The fixture's model, written again, after checking it is the file
     llama.cpp ran."""
     arch, qtype = doc["model"]["arch"], T[doc["model"]["type"]]
-    path = model_path(directory, arch, qtype)
-    write_tiny_model(path, arch, qtype)
+    path = write_tiny(directory, arch, qtype)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert digest == doc["model"]["sha256"], (
         f"tests/make_tiny_models.py now writes a different {path.name} than the one "
